@@ -1,0 +1,55 @@
+# Shopping Arena: set-up, checks and the local network. `make test` is what CI runs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LOCAL_LLM_STAMP := $(VENV)/.local-llm
+# llama.cpp's native build segfaults on some CPUs; this portable AVX2 build works everywhere we run.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF
+DEMO_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: install install-local-llm lint test test-slow test-local-llm test-train demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required")'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+install-local-llm: $(LOCAL_LLM_STAMP)
+
+$(LOCAL_LLM_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q -e '.[dev,local-llm]'
+	@touch $@
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: install lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test-slow: install
+	$(BIN)/pytest -m slow $(PYTEST_ARGS)
+
+test-local-llm: install-local-llm
+	$(BIN)/pytest -m local_llm $(PYTEST_ARGS)
+
+test-train: install
+	$(BIN)/python -m pip install -q -e '.[dev,train]'
+	$(BIN)/pytest -m train $(PYTEST_ARGS)
+
+demo: install-local-llm
+	$(BIN)/arena demo $(DEMO_ARGS)
+
+bench: install
+	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info

@@ -1,0 +1,1 @@
+"""The shopping world: catalog, search index, tools, tasks, rotation and the tool server."""

@@ -1,0 +1,1 @@
+"""Composition root: command line, settings, validator and miner processes, chain, HTTP."""

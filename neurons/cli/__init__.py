@@ -1,0 +1,29 @@
+"""The `arena` command line: one typer app, one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="arena",
+    help="Shopping Arena: a Bittensor subnet that judges shopping agents and curates their traces.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def main() -> None:
+    """Run the `arena` command line."""
+    app()
+
+
+@app.command()
+def version() -> None:
+    """Print the installed version.
+
+    Example: arena version
+    """
+    from importlib.metadata import version as package_version
+
+    typer.echo(package_version("shopping-arena"))

@@ -1,0 +1,1 @@
+"""Persistence of tasks, episodes, tool logs, judgments and weights; curation and export."""
