@@ -1,0 +1,154 @@
+"""Catalog loading: stream products from ShoppingBench documents or plain product JSONL, reporting bad rows.
+
+Two row shapes are accepted, per line, in ``.jsonl`` or ``.jsonl.gz`` files:
+
+- ShoppingBench's ``documents.jsonl``: ``{"id": ..., "contents": ..., "product": {...}}``;
+- plain product JSONL: the product object itself.
+
+A bad row (invalid JSON, wrong shape, failed validation) is reported with file, line and
+reason, counted, and skipped: it neither aborts the import nor vanishes silently.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from arena.errors import CatalogError
+from arena.types import Product
+
+logger = logging.getLogger(__name__)
+
+# Keep at most this many bad-row reports in memory; the count is always exact.
+MAX_REPORTED_BAD_ROWS = 1000
+
+
+@dataclass(frozen=True)
+class BadRow:
+    """One rejected input row: where it was and why."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass
+class LoadReport:
+    """Running totals of a catalog load: rows read, products accepted, bad rows (first N kept)."""
+
+    rows: int = 0
+    products: int = 0
+    bad: int = 0
+    bad_rows: list[BadRow] = field(default_factory=list)
+
+    def reject(self, row: BadRow) -> None:
+        """Count a bad row and keep its report while under the cap."""
+        self.bad += 1
+        if len(self.bad_rows) < MAX_REPORTED_BAD_ROWS:
+            self.bad_rows.append(row)
+        logger.warning("catalog_bad_row path=%s line=%d reason=%s", row.path, row.line, row.reason)
+
+
+def open_text(path: Path) -> IO[str]:
+    """Open a text file for reading, transparently decompressing ``.gz``."""
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return path.open("r", encoding="utf-8")
+
+
+def parse_product_row(row: Any) -> Product:
+    """Turn one decoded JSON row (document or plain product) into a Product.
+
+    Raises:
+        ValueError: the row has the wrong shape or fails validation (message says why).
+    """
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    data = row.get("product") if "product" in row and "contents" in row else row
+    if not isinstance(data, dict):
+        raise ValueError("document row has no product object")
+    try:
+        return Product.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "row"
+        raise ValueError(f"{where}: {first['msg']}") from exc
+
+
+def iter_products(
+    paths: Iterable[Path | str],
+    report: LoadReport | None = None,
+    *,
+    on_row: Callable[[int], None] | None = None,
+) -> Iterator[Product]:
+    """Stream products from catalog files, one line at a time (never the whole file in memory).
+
+    Args:
+        paths: ``.jsonl`` or ``.jsonl.gz`` files, documents or plain products.
+        report: totals to update; bad rows are recorded there and skipped.
+        on_row: called with the running row count (for progress bars).
+
+    Raises:
+        CatalogError: a file is missing or unreadable (our input, not a bad row).
+    """
+    report = report if report is not None else LoadReport()
+    for raw_path in paths:
+        path = Path(raw_path)
+        if not path.is_file():
+            raise CatalogError(f"catalog file not found: {path}")
+        try:
+            with open_text(path) as handle:
+                for line_no, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    report.rows += 1
+                    if on_row is not None:
+                        on_row(report.rows)
+                    try:
+                        product = parse_product_row(json.loads(line))
+                    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                        report.reject(BadRow(str(path), line_no, str(exc)))
+                        continue
+                    report.products += 1
+                    yield product
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise CatalogError(f"cannot read catalog file {path}: {exc}") from exc
+
+
+def product_line(product: Product) -> str:
+    """Serialise a product as one canonical plain-JSONL line (stable bytes for the same product)."""
+    return json.dumps(product.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+class CatalogHasher:
+    """Accumulates the catalog version: a sha256 over canonical product lines in product-id order.
+
+    Callers feed products in any order; the digest only depends on the set of products, because
+    each product's line hash is combined order-independently (sorted at the end).
+    """
+
+    def __init__(self) -> None:
+        self._line_hashes: list[bytes] = []
+
+    def add(self, product: Product) -> None:
+        """Include one product."""
+        self._line_hashes.append(hashlib.sha256(product_line(product).encode("utf-8")).digest())
+
+    def version(self) -> str:
+        """Return the catalog version string (``c-`` plus 32 hex digits)."""
+        digest = hashlib.sha256()
+        for item in sorted(self._line_hashes):
+            digest.update(item)
+        return f"c-{digest.hexdigest()[:32]}"

@@ -1,0 +1,33 @@
+"""Errors of the shopping world.
+
+ArenaError
+├── CatalogError      a catalog file is missing, unreadable or unusable (our input; bad rows are data)
+├── SearchIndexError  the search index is missing, corrupt or of another catalog version
+├── InvalidTask       a task file row or a task definition is invalid
+└── EpisodeError      an episode token is forged, expired or closed, or a budget is spent
+
+Agent faults (bad tool arguments, unknown product ids) are never exceptions: they are
+``ToolResult(error=True)`` returned to the agent.
+"""
+
+from __future__ import annotations
+
+
+class ArenaError(Exception):
+    """Base of every error raised by the arena package."""
+
+
+class CatalogError(ArenaError):
+    """A catalog file is missing or unreadable."""
+
+
+class SearchIndexError(ArenaError):
+    """The search index is missing, corrupt, or does not match what was asked for."""
+
+
+class InvalidTask(ArenaError):
+    """A task row or definition is invalid."""
+
+
+class EpisodeError(ArenaError):
+    """An episode token is invalid or a per-episode budget is exhausted."""
