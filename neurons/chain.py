@@ -16,6 +16,7 @@ import ipaddress
 import logging
 import math
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -52,6 +53,7 @@ __all__ = [
     "AuthFailure",
     "AuthReason",
     "BittensorChain",
+    "LocalSdkSubstrate",
     "Chain",
     "ChainUnavailable",
     "MetagraphSnapshot",
@@ -61,6 +63,7 @@ __all__ = [
     "Wallet",
     "WeightSubmission",
     "create_wallet",
+    "hotkey_of",
     "load_wallet",
     "make_nonce_store",
     "open_chain",
@@ -119,13 +122,15 @@ def register_wallet(path: Path, wallet: Wallet, *, stake: float = 0.0, validator
 # ---------------------------------------------------------------------------- local substrate
 
 
-class _SdkLocalSubstrate(LocalSubstrate):
-    """The local substrate plus the write half of the SDK's ``Substrate`` protocol (SDK result types)."""
+class LocalSdkSubstrate(LocalSubstrate):
+    """The local chain as an SDK ``Substrate``: the reads of ``LocalSubstrate`` plus signed submission."""
 
     def balance(self, rao: int, netuid: int = 0) -> bt.Balance:
+        """An amount in rao, tagged with the subnet's symbol."""
         return bt.Balance(int(rao), netuid, self.token_symbols.get(netuid) if netuid else None)
 
     async def estimate_fee(self, call: Any, keypair: Any) -> bt.Balance:
+        """The local chain charges no fees."""
         return bt.Balance.from_rao(0)
 
     async def submit(
@@ -138,6 +143,7 @@ class _SdkLocalSubstrate(LocalSubstrate):
         wait_for_inclusion: bool = True,
         wait_for_finalization: bool = True,
     ) -> bt.ExtrinsicResult:
+        """Sign ``call`` with ``keypair``, check the signature, and apply it: one block, final at once."""
         composed = call if isinstance(call, LocalCall) else await self.compose(call)
         address = str(keypair.ss58_address)
         payload = self.signing_payload(composed, address, await self.account_next_index(address))
@@ -368,10 +374,12 @@ def open_chain(
     local_chain_path: Path | None = None,
     read_timeout: float = 30.0,
     write_timeout: float = 120.0,
+    clock: Callable[[], float] = time.time,
 ) -> BittensorChain:
     """The chain for ``network``: ``finney``, ``test``, a ``ws://``/``wss://`` URL, or ``local``.
 
     Build one per process (in ``main()``) and pass it down; nothing connects until the first call.
+    ``clock`` drives the local chain's blocks (tests pass a fake one).
 
     Raises:
         ValueError: unknown network name, or ``local`` without ``local_chain_path``.
@@ -384,11 +392,11 @@ def open_chain(
         return BittensorChain(client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout)
     if local_chain_path is None:
         raise ValueError("--network local needs the local chain file (local_chain_path)")
-    local = LocalChain(local_chain_path)
+    local = LocalChain(local_chain_path, clock=clock)
     if local.config.netuid != netuid:
         raise LocalChainError(f"{local_chain_path} holds subnet {local.config.netuid}, not {netuid}")
     # connect=False: Client.connect() would only cache token symbols in the user's home directory.
-    client = bt.Client("local", substrate=_SdkLocalSubstrate(local))
+    client = bt.Client("local", substrate=LocalSdkSubstrate(local))
     return BittensorChain(
         client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout, connect=False
     )
