@@ -7,9 +7,11 @@ wall time (``1 + (now - genesis) // block_seconds``), so every process agrees on
 block-producing daemon. Writes take SQLite's write lock (``BEGIN IMMEDIATE``), so a validator
 and several miners in separate processes see one consistent chain.
 
-``dispatch`` applies the pallet rules the real chain enforces for the calls we use (set
-weights, timelocked weight commits, serving an axon), with the chain's own error names, so a
-call the SDK's pre-flight lets through can still be refused on chain, as on finney.
+``LocalChain.dispatch`` applies a signed call under the pallet rules of ``neurons.localrules``
+(set weights, timelocked weight commits, serving an axon; the chain's own error names) and
+logs it, so a call the SDK's pre-flight lets through can still be refused on chain, as on
+finney. Nothing here imports bittensor: ``neurons.localsubstrate`` presents this state to the
+SDK.
 """
 
 from __future__ import annotations
