@@ -404,19 +404,13 @@ def open_chain(
 
 # ---------------------------------------------------------------------------- signed requests
 
-_AUTH_ERRORS: tuple[tuple[type[http_auth.AuthError], AuthReason], ...] = (
-    (http_auth.WrongReceiver, "wrong_receiver"),
-    (http_auth.StaleRequest, "stale"),
-    (http_auth.ReplayedRequest, "replay"),
-    (http_auth.BadSignature, "bad_signature"),
-)
-
-
-def _auth_reason(error: http_auth.AuthError) -> AuthReason:
-    for kind, reason in _AUTH_ERRORS:
-        if isinstance(error, kind):
-            return reason
-    return "malformed"
+# The SDK raises exactly these classes; anything else it raises is a malformed request.
+_AUTH_REASONS: dict[type[http_auth.AuthError], AuthReason] = {
+    http_auth.WrongReceiver: "wrong_receiver",
+    http_auth.StaleRequest: "stale",
+    http_auth.ReplayedRequest: "replay",
+    http_auth.BadSignature: "bad_signature",
+}
 
 
 def make_nonce_store(path: Path | None = None, *, retention: float = 60.0) -> NonceStore:
@@ -478,5 +472,5 @@ def verify_request(
             nonce_store=nonce_store,
         )
     except http_auth.AuthError as exc:
-        raise AuthFailure(_auth_reason(exc), str(exc)) from exc
+        raise AuthFailure(_AUTH_REASONS.get(type(exc), "malformed"), str(exc)) from exc
     return caller.hotkey_ss58
