@@ -24,7 +24,6 @@ from neurons.errors import LocalChainError
 from neurons.localchain import ChainView, LocalChain, NeuronRow, Outcome
 from neurons.localrules import SUPPORTED_CALLS
 
-_ZERO = 0
 _StorageRead = Callable[[ChainView, list[Any]], Any]
 
 
@@ -309,7 +308,7 @@ class LocalSubstrate:
 
     async def estimate_weight(self, call: Any, keypair: Any) -> dict[str, Any]:
         """Dispatch weight is not metered locally."""
-        return {"ref_time": _ZERO, "proof_size": _ZERO}
+        return {"ref_time": 0, "proof_size": 0}
 
     async def account_next_index(self, address: str) -> int:
         """The account's nonce: how many extrinsics it has sent."""
