@@ -38,12 +38,13 @@ from neurons.chaintypes import (
     MetagraphSnapshot,
     Neuron,
     Submission,
+    WeightRules,
     WeightSubmission,
     validator_admission,
 )
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.localchain import LocalChain, Outcome, register
-from neurons.localrules import RAO_PER_UNIT
+from neurons.localrules import RAO_PER_UNIT, U16_MAX
 from neurons.localsubstrate import LocalCall, LocalSubstrate
 from neurons.noncestore import SqliteNonceStore
 
@@ -61,6 +62,7 @@ __all__ = [
     "NonceStore",
     "Submission",
     "Wallet",
+    "WeightRules",
     "WeightSubmission",
     "create_wallet",
     "hotkey_of",
@@ -281,6 +283,33 @@ class BittensorChain:
     async def block(self) -> int:
         """The current block."""
         return await self._run("block", self._client.block, self._read_timeout)
+
+    async def weight_rules(self) -> WeightRules:
+        """The subnet's weight-setting hyperparameters, read at the head."""
+
+        async def read() -> WeightRules:
+            items = (
+                "Tempo",
+                "WeightsSetRateLimit",
+                "WeightsVersionKey",
+                "MinAllowedWeights",
+                "MaxWeightsLimit",
+            )
+            reads = [self._client.query(("SubtensorModule", item), [self._netuid]) for item in items]
+            reveal = self._client.subnets.commit_reveal_enabled(self._netuid)
+            *values, commit_reveal, seconds = await asyncio.gather(*reads, reveal, self._client.block_time())
+            tempo, rate_limit, version, min_weights, max_limit = (int(v or 0) for v in values)
+            return WeightRules(
+                tempo=tempo,
+                weights_rate_limit=rate_limit,
+                weights_version=version,
+                min_allowed_weights=min_weights,
+                max_weight_share=(max_limit or U16_MAX) / U16_MAX,
+                commit_reveal=bool(commit_reveal),
+                block_seconds=float(seconds),
+            )
+
+        return await self._run("weight_rules", read, self._read_timeout)
 
     async def set_weights(
         self, uids: Sequence[int], weights: Sequence[float], *, version_key: int

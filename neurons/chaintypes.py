@@ -75,6 +75,18 @@ class WeightSubmission(Submission):
     reveal_round: int | None = None
 
 
+class WeightRules(Frozen):
+    """The subnet's hyperparameters that govern weight setting, read from chain."""
+
+    tempo: int  # blocks between epochs
+    weights_rate_limit: int  # blocks between two submissions from one hotkey
+    weights_version: int  # the lowest version_key the chain accepts
+    min_allowed_weights: int
+    max_weight_share: float  # largest share one uid may receive (max_weights_limit / 65535)
+    commit_reveal: bool  # submissions are drand-timelocked commits
+    block_seconds: float  # seconds per block (12 on finney)
+
+
 class Chain(Protocol):
     """The chain as the validator and miner use it; every call has a timeout.
 
@@ -98,6 +110,10 @@ class Chain(Protocol):
 
     async def block(self) -> int:
         """The current block number."""
+        ...
+
+    async def weight_rules(self) -> WeightRules:
+        """The subnet's weight-setting hyperparameters (rate limit, tempo, version key...)."""
         ...
 
     async def set_weights(

@@ -66,6 +66,18 @@ async def test_blocks_advance_with_wall_time(net: LocalNet) -> None:
     assert (await chain.snapshot()).block == first + 3
 
 
+async def test_weight_rules_are_read_from_chain(make_net: Callable[..., LocalNet]) -> None:
+    net = make_net(
+        tempo=30, weights_rate_limit=7, weights_version=3, min_allowed_weights=2, commit_reveal=True
+    )
+
+    rules = await net.chain("validator").weight_rules()
+
+    assert (rules.tempo, rules.weights_rate_limit, rules.weights_version) == (30, 7, 3)
+    assert rules.min_allowed_weights == 2 and rules.max_weight_share == 1.0
+    assert rules.commit_reveal and rules.block_seconds == 12.0
+
+
 async def test_served_endpoint_appears_in_the_metagraph(net: LocalNet) -> None:
     miner = net.chain("miner1")
 
