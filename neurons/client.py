@@ -248,7 +248,7 @@ class MinerClient:
         guard = JsonDepthGuard(self.limits.max_json_depth)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in answer.aiter_raw():  # raw = decoded, since only identity is accepted
+        async for chunk in answer.aiter_bytes():  # decoded bytes (identity only: nothing is inflated)
             size += len(chunk)
             if size > max_bytes:
                 raise _Failure("too_large", "too_large", f"body over {max_bytes} bytes", status=200)
@@ -316,7 +316,7 @@ def _mismatch(neuron: Neuron, request: TaskRequest, response: TaskResponse) -> s
 async def _refusal(answer: httpx.Response) -> str:
     """``http <status>`` plus the refusal reason when the miner sent a short JSON one."""
     head = b""
-    async for chunk in answer.aiter_raw():
+    async for chunk in answer.aiter_bytes():
         head += chunk
         if len(head) >= _ERROR_BODY_BYTES:
             break

@@ -222,7 +222,7 @@ def _target(request: Request) -> str:
     """The request target exactly as sent (what the btauth signature covers)."""
     raw = request.scope.get("raw_path") or request.url.path.encode()
     query = request.scope.get("query_string", b"")
-    target = raw.decode("latin-1")
+    target = raw.decode("latin-1").split("?", 1)[0]  # some ASGI servers leave the query in raw_path
     return f"{target}?{query.decode('latin-1')}" if query else target
 
 
