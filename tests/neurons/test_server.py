@@ -1,4 +1,4 @@
-"""The miner app with real wallets, the local chain and a stand-in tool server: auth, admission, agent runs."""
+"""The miner app with real wallets, the local chain and a stand-in tool server: auth, admission, agents."""
 
 from __future__ import annotations
 
