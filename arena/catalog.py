@@ -163,7 +163,7 @@ def open_output(path: Path) -> IO[str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".gz":
         raw = path.open("wb")
-        compressed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0)
+        compressed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6)
         # Closing the wrapper closes the gzip stream; the raw file must be closed with it.
         return _ClosingTextWrapper(compressed, raw)
     return path.open("w", encoding="utf-8", newline="\n")

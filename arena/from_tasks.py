@@ -16,7 +16,7 @@ The method (also in docs/catalog.md):
    ``1 - discount`` unless the cap binds, then plus the cap), and split over the basket's
    not yet priced items inside their price ranges; the float sum in item order is then
    checked with `Voucher.price_after` against the budget (as ``eval_voucher`` does) and
-   nudged by cents if rounding broke it. Every other gold is priced inside its range.
+   nudged by cents if rounding broke it (`arena.prices`). Every other gold is priced in range.
 4. Decoys and siblings (`arena.decoys`), then optional synthetic background products.
 
 Products come out sorted by id, so file order says nothing about which are gold.
@@ -29,13 +29,13 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from arena.constraints import basket_total, unmet_constraints
+from arena.constraints import unmet_constraints
 from arena.decoys import Decoy, DecoyMaker, IdAllocator, value_pools
+from arena.prices import MIN_PRICE_CENTS, price_inside, price_voucher_basket
 from arena.synth import iter_synth_products
 from arena.types import SERVICES, Product, Service, Task
 
 MAX_VARIANTS = 9
-MIN_PRICE_CENTS = 100
 URL_HOST = "https://shop.synth.example/products"
 IMAGE_HOST = "https://img.synth.example/p"
 
@@ -100,7 +100,7 @@ def build_from_tasks(
     _price_vouchers(rng, tasks, specs, conflicts)
     for spec in specs.values():
         if spec.price is None:
-            spec.price = _price_inside(rng, spec.low, spec.high)
+            spec.price = price_inside(rng, spec.low, spec.high)
     golds = {pid: _gold_product(rng, spec) for pid, spec in specs.items()}
     for spec in specs.values():
         _check_occurrences(spec, golds[spec.product_id], conflicts)
@@ -253,22 +253,6 @@ def _add_variety(rng: random.Random, specs: dict[str, GoldSpec], pools: dict[str
                 spec.variants.append(variant)
 
 
-def voucher_total_cents(task: Task) -> int | None:
-    """Back-solve a voucher task's basket total (cents) from its ``price_after_voucher``."""
-    voucher = task.voucher
-    if voucher is None or voucher.price_after_voucher is None:
-        return None
-    after = voucher.price_after_voucher
-    if voucher.discount_type == "fixed":
-        total = after + (voucher.face_value or 0.0)
-    else:
-        rate, cap = voucher.discount or 0.0, voucher.cap or 0.0
-        total = after / (1 - rate)
-        if total * rate > cap + 1e-6:  # the cap binds: price_after = total - cap
-            total = after + cap
-    return round(total * 100)
-
-
 def _price_vouchers(
     rng: random.Random, tasks: Sequence[Task], specs: dict[str, GoldSpec], conflicts: list[Conflict]
 ) -> None:
@@ -276,90 +260,12 @@ def _price_vouchers(
         if spec.record is not None:
             spec.price = round(spec.record.price * 100)
     for task in tasks:
-        if task.intent != "voucher" or task.budget is None:
-            continue
-        basket = [specs[item.product_id] for item in task.gold]
-        free = list({id(s): s for s in basket if s.price is None}.values())
-        target = voucher_total_cents(task) or round(task.budget * 90)
-        fixed = sum(s.price or 0 for s in basket if s.price is not None)
-        floors = [max(s.low or 0, MIN_PRICE_CENTS) for s in free]
-        ceilings = [s.high for s in free]
-        if free and not _fits(target - fixed, floors, ceilings):
-            # The back-solved total is out of reach (shared items pinned elsewhere): aim for
-            # the cheapest reachable basket, which meets the budget if anything does.
-            target = fixed + sum(floors)
-        prices = _split(rng, target - fixed, floors, ceilings) if free else []
-        for spec, cents in zip(free, prices, strict=True):
-            spec.price = cents
-        if not _nudge_to_budget(task, basket, free):
+        if task.intent == "voucher" and not price_voucher_basket(
+            rng, task, [specs[item.product_id] for item in task.gold]
+        ):
             conflicts.append(
-                Conflict(task.gold[0].product_id, (task.task_id,), "voucher basket cannot meet budget")
+                Conflict(task.gold[0].product_id, (task.task_id,), "voucher basket misses budget")
             )
-
-
-def _fits(amount: int, floors: list[int], ceilings: list[int | None]) -> bool:
-    if amount < sum(floors):
-        return False
-    return any(c is None for c in ceilings) or amount <= sum(c or 0 for c in ceilings)
-
-
-def _split(rng: random.Random, amount: int, floors: list[int], ceilings: list[int | None]) -> list[int]:
-    prices = list(floors)
-    extra = amount - sum(floors)
-    weights = [rng.uniform(0.5, 1.5) for _ in floors]
-    total_weight = sum(weights)
-    for i, weight in enumerate(weights):
-        share = int(extra * weight / total_weight)
-        room = ceilings[i]
-        prices[i] += share if room is None else min(share, room - prices[i])
-    left = amount - sum(prices)
-    for i in range(len(prices)):  # leftover cents go wherever there is room
-        room = ceilings[i]
-        give = left if room is None else min(left, room - prices[i])
-        prices[i] += give
-        left -= give
-    return prices
-
-
-def _nudge_to_budget(task: Task, basket: list[GoldSpec], free: list[GoldSpec]) -> bool:
-    # Float addition in item order can land a hair over the budget or under the threshold.
-    shops = len({s.shop_id for s in basket})
-
-    def meets() -> bool:
-        total = basket_total([(s.price or 0) / 100 for s in basket])
-        voucher, budget = task.voucher, task.budget
-        return voucher is None or budget is None or voucher.price_after(total, shops) <= budget
-
-    if meets():
-        return True
-    if not free:
-        return False
-    last = free[-1]
-    base = last.price or 0
-    for step in (-1, 1, -2, 2, -3, 3):
-        cents = base + step
-        if cents >= max(last.low or 0, 1) and (last.high is None or cents <= last.high):
-            last.price = cents
-            if meets():
-                return True
-    last.price = base
-    return False
-
-
-def _price_inside(rng: random.Random, low: int | None, high: int | None) -> int:
-    if low is not None and high is not None:
-        margin = (high - low) // 10
-        cents = rng.randint(low + margin, high - margin)
-    elif low is not None:
-        cents = round(low * rng.uniform(1.05, 1.8))
-    elif high is not None:
-        cents = max(MIN_PRICE_CENTS, round(high * rng.uniform(0.5, 0.95)))
-    else:
-        cents = round(50_000 * math.exp(0.9 * rng.gauss(0.0, 1.0)))
-    whole = round(cents, -2)  # prefer whole pesos when they still fit
-    if (low is None or whole >= low) and (high is None or whole <= high) and whole >= MIN_PRICE_CENTS:
-        return whole
-    return max(cents, 1)
 
 
 def _gold_product(rng: random.Random, spec: GoldSpec) -> Product:

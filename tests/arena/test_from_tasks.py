@@ -7,7 +7,8 @@ import pytest
 
 from arena.catalog import iter_products, write_products
 from arena.constraints import similar_title, task_failures
-from arena.from_tasks import FromTasksCatalog, build_from_tasks, voucher_total_cents
+from arena.from_tasks import FromTasksCatalog, build_from_tasks
+from arena.prices import voucher_total_cents
 from arena.shoppingbench import load_shoppingbench, task_from_row
 from arena.types import Product, Task
 
