@@ -162,7 +162,7 @@ def load_task_files(paths: list[Path]) -> list[Task]:
                 tasks += _arena_tasks(path)
             else:
                 tasks += load_shoppingbench([path])
-    except (InvalidTask, OSError) as exc:
+    except (InvalidTask, OSError, ValueError) as exc:  # ValueError: undecodable text
         raise _fail(str(exc)) from exc
     if not tasks:
         raise _fail("the task files hold no tasks")
