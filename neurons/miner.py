@@ -71,6 +71,7 @@ def build_app(settings: MinerSettings) -> FastAPI:
         FileNotFoundError: the wallet's hotkey is missing.
         LocalChainError: the local chain file is missing or of another subnet.
     """
+    metrics.BUILD_INFO.labels(package_version("shopping-arena"), "miner", str(PROTOCOL_VERSION)).set(1)
     chain = open_miner_chain(settings)
     agent = load_agent(settings.agent, **settings.agent_options())
     # The store must remember nonces at least as long as they are fresh (max_age + 2 s of skew).
@@ -125,7 +126,6 @@ def _prepare_workers(settings: MinerSettings) -> MinerSettings:
 
 def run(settings: MinerSettings) -> None:
     """Serve the endpoint on chain, then run uvicorn until stopped (blocks)."""
-    metrics.BUILD_INFO.labels(package_version("shopping-arena"), "miner", str(PROTOCOL_VERSION)).set(1)
     if settings.serve_on_chain:
         asyncio.run(serve_endpoint(settings))
     options: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": None}

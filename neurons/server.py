@@ -260,7 +260,7 @@ async def _authenticate(miner: _Miner, request: Request, body: bytes) -> str:
         )
     except AuthFailure as exc:
         metrics.MINER_AUTH_FAILURES.labels(exc.reason).inc()
-        logger.info("auth_refused reason=%s", exc.reason)
+        logger.debug("auth_refused reason=%s", exc.reason)  # counted; strangers must not flood the log
         status = 403 if exc.reason in _FORBIDDEN else 401
         raise _Refused(status, exc.reason, str(exc), None) from exc
 

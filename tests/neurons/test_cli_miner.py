@@ -96,6 +96,7 @@ def test_miner_process_with_two_workers_answers_and_refuses_replays(net: LocalNe
         exposition = httpx.get(f"{base}/metrics").text
         assert 'arena_miner_tasks_total{result="completed"} 2.0' in exposition
         assert 'arena_miner_auth_failures_total{reason="replay"} 1.0' in exposition
+        assert "arena_build_info{" in exposition
     finally:
         process.terminate()
         output = process.communicate(timeout=30)[0].decode()
