@@ -1,4 +1,4 @@
-"""Fixtures for the deploy/ checks: the repository's deploy folder, the tools, and the exported metric names."""
+"""Fixtures for the deploy/ checks: the deploy folder, the checker tools, and the exported metric names."""
 
 from __future__ import annotations
 

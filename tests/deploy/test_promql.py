@@ -21,7 +21,7 @@ from tests.deploy.promql import metric_names, plain_promql
             {"arena_tool_call_duration_seconds_bucket"},
         ),
         (
-            "sum(rate(a_total[5m])) by (job) / on (job) group_left (instance) sum(rate(b_total[5m])) by (job)",
+            "sum(rate(a_total[5m])) by (job) / on (job) group_left (instance) sum(rate(b_total[5m])) by (j)",
             {"a_total", "b_total"},
         ),
         (
