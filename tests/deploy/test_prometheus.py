@@ -52,8 +52,9 @@ def test_promtool_check_rules_rejects_a_broken_expression(promtool: str, tmp_pat
     assert _promtool(promtool, "check", "rules", bad).returncode != 0
 
 
-def test_alert_unit_tests_pass(promtool: str) -> None:
-    done = _promtool(promtool, "test", "rules", "alerts_test.yml", cwd=Path(__file__).parent)
+@pytest.mark.parametrize("tests", ["alerts_test.yml", "alerts_miner_test.yml"])
+def test_alert_unit_tests_pass(promtool: str, tests: str) -> None:
+    done = _promtool(promtool, "test", "rules", tests, cwd=Path(__file__).parent)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
