@@ -21,6 +21,11 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 _PLACEHOLDERS = frozenset({"changeme", "change-me", "changethis", "secret", "xxx", "todo", "your-api-key"})
 
 
+def _placeholder(secret: str) -> bool:
+    text = secret.strip().lower()
+    return text in _PLACEHOLDERS or text.startswith(("replace", "changeme", "change-me"))
+
+
 class NeuronSettings(BaseSettings):
     """What every neuron needs: the network, the subnet, its wallet and logging."""
 
@@ -60,7 +65,7 @@ class NeuronSettings(BaseSettings):
         if self.network == "local" and self.local_chain is None:
             raise ValueError("network 'local' needs the local chain file (ARENA_LOCAL_CHAIN / --local-chain)")
         for name, value in self:
-            if isinstance(value, SecretStr) and value.get_secret_value().strip().lower() in _PLACEHOLDERS:
+            if isinstance(value, SecretStr) and _placeholder(value.get_secret_value()):
                 raise ValueError(f"{name} is a placeholder; set a real value")
         return self
 

@@ -50,6 +50,7 @@ def test_dotenv_file_is_read(tmp_path: Path) -> None:
         {"network": "local"},  # no chain file
         {"agent": "llm"},  # no endpoint or model
         {"agent": "llm", "llm_base_url": "http://x", "llm_model": "m", "llm_api_key": "changeme"},
+        {"agent": "llm", "llm_base_url": "http://x", "llm_model": "m", "llm_api_key": "replace0with0a0key"},
         {"external_ip": "miner.example.com"},  # chain.serve needs an IP literal
         {"network": "finney", "host": "0.0.0.0"},  # nothing to advertise
         {"port": 0},
