@@ -84,7 +84,11 @@ def idf(doc_freq: int, doc_count: int) -> np.float32:
 
 
 def norm_cache(avgdl: float, k1: float = K1, b: float = B) -> FloatArray:
-    """The per-norm inverse length factors of one searcher (float32, Lucene's operation order)."""
+    """The per-norm inverse length factors of one searcher (float32, Lucene's operation order).
+
+    An empty collection (``avgdl`` 0) has no postings to score; it gets a harmless table.
+    """
+    avgdl = avgdl if avgdl > 0 else 1.0
     k1_32, b_32, avgdl_32 = np.float32(k1), np.float32(b), np.float32(avgdl)
     one = np.float32(1.0)
     return (one / (k1_32 * ((one - b_32) + b_32 * LENGTH_TABLE / avgdl_32))).astype(np.float32)
@@ -111,6 +115,20 @@ def rank_keys(scores: FloatArray, id_ranks: UIntArray) -> npt.NDArray[np.int64]:
     scaled = (scores * np.float32(1e4)).astype(np.float64)
     rounded = np.floor(scaled + 0.5).astype(np.int64)
     return -(rounded << 32) + id_ranks.astype(np.int64)
+
+
+# Scores this far below the k-th best cannot round to its value (float32 error is far smaller).
+ROUNDING_MARGIN = np.float32(2e-4)
+
+
+def top_candidates(scores: FloatArray, k: int) -> npt.NDArray[np.intp]:
+    """Positions of every hit that can be among the first ``k`` in rank order (a small superset).
+
+    A hit scoring more than a rounding step below the k-th best raw score rounds strictly
+    lower than the k hits above it, so it cannot reach the first ``k`` whatever its id.
+    """
+    kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+    return np.flatnonzero(scores >= kth - ROUNDING_MARGIN)
 
 
 def top_order(keys: npt.NDArray[np.int64], start: int, stop: int) -> npt.NDArray[np.intp]:

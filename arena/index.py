@@ -45,13 +45,14 @@ from arena.indexer import (
     index_params,
     service_mask,
 )
-from arena.types import Product, Service
+from arena.types import SERVICES, Product, Service
 
 logger = logging.getLogger(__name__)
 
 # The first relevance batch; each further batch is eight times larger (most scans stop early).
 FIRST_BATCH = 128
 _SQL_CHUNK = 500
+_DOC_SQL = "SELECT doc FROM products JOIN documents USING (ordinal) WHERE product_id"
 
 __all__ = ["BuildReport", "FastFields", "Hit", "SearchIndex", "build_index", "open_index", "service_mask"]
 
@@ -153,6 +154,10 @@ def open_index(index_dir: Path, *, catalog_version: str | None = None) -> Search
     return SearchIndex(index_dir, manifest, arrays, db)
 
 
+def _services(joined: str) -> tuple[Service, ...]:
+    return tuple(name for name in SERVICES if name in joined.split(",")) if joined else ()
+
+
 class SearchIndex:
     """A read-only, thread-safe search index over one catalog version (see ``open_index``)."""
 
@@ -201,7 +206,7 @@ class SearchIndex:
 
     def product(self, product_id: str) -> Product | None:
         """The product with this id, or None."""
-        rows = self._query("SELECT doc FROM products WHERE product_id = ?", (product_id,))
+        rows = self._query(f"{_DOC_SQL} = ?", (product_id,))
         return Product.model_validate_json(rows[0][0]) if rows else None
 
     def products(self, product_ids: Sequence[str]) -> dict[str, Product]:
@@ -210,11 +215,9 @@ class SearchIndex:
         wanted = list(dict.fromkeys(product_ids))
         for i in range(0, len(wanted), _SQL_CHUNK):
             chunk = wanted[i : i + _SQL_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for pid, doc in self._query(
-                f"SELECT product_id, doc FROM products WHERE product_id IN ({marks})", chunk
-            ):
-                found[pid] = Product.model_validate_json(doc)
+            for doc in self._query(f"{_DOC_SQL} IN ({','.join('?' * len(chunk))})", chunk):
+                product = Product.model_validate_json(doc[0])
+                found[product.product_id] = product
         return found
 
     def product_id_at(self, ordinal: int) -> str:
@@ -247,43 +250,45 @@ class SearchIndex:
 
     # ----------------------------------------------------------------------- search
 
-    def _match(self, query: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
-        """Every matching ordinal with its BM25 score (OR over the query's terms)."""
+    def _postings(self, query: str) -> list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]]:
+        """Each matching clause's postings and their scores, in query order (as Lucene adds clauses)."""
         terms = query_terms(query)
-        empty = (np.empty(0, np.uint32), np.empty(0, np.float32))
         if not terms or not self._doc_count:
-            return empty
+            return []
         found: dict[str, tuple[int, int]] = {}
         names = list(terms)
         for i in range(0, len(names), _SQL_CHUNK):
             chunk = names[i : i + _SQL_CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for term, start, df in self._query(
-                f"SELECT term, start, df FROM terms WHERE term IN ({marks})", chunk
-            ):
-                found[term] = (start, df)
-        parts: list[tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]] = []
-        for term in names:  # query order, as Lucene adds the clauses
+            sql = f"SELECT term, start, df FROM terms WHERE term IN ({','.join('?' * len(chunk))})"
+            found.update((term, (start, df)) for term, start, df in self._query(sql, chunk))
+        parts = []
+        for term, boost in terms.items():
             if term not in found:
                 continue
             start, df = found[term]
-            docs = self._docs[start : start + df]
-            weight = np.float32(terms[term]) * bm25.idf(df, self._doc_count)
+            stop = start + df
+            docs = self._docs[start:stop]
+            if boost == 1:  # the scores precomputed at build time are exact for boost 1
+                parts.append((docs, self._impacts[start:stop]))
+                continue
+            weight = np.float32(boost) * bm25.idf(df, self._doc_count)
             parts.append(
-                (
-                    docs,
-                    bm25.term_scores(weight, self._freqs[start : start + df], self._norms[docs], self._cache),
-                )
+                (docs, bm25.term_scores(weight, self._freqs[start:stop], self._norms[docs], self._cache))
             )
+        return parts
+
+    def _match(self, query: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
+        """Every matching ordinal with its BM25 score (the sum over the query's matching terms)."""
+        parts = self._postings(query)
         if not parts:
-            return empty
+            return np.empty(0, np.uint32), np.empty(0, np.float32)
         if len(parts) == 1:
             return np.asarray(parts[0][0]), np.asarray(parts[0][1])
         docs = np.concatenate([p[0] for p in parts])
-        scores = np.concatenate([p[1] for p in parts]).astype(np.float64)
+        scores = np.concatenate([p[1] for p in parts]).astype(np.float64)  # Lucene sums in double
         if len(docs) * 8 > self._count:
             sums = np.bincount(docs, weights=scores, minlength=self._count)
-            matched = np.flatnonzero(sums > 0)  # nonzero on floats is ten times slower
+            matched = np.flatnonzero(sums > 0)  # nonzero() on floats is ten times slower than on bools
             return matched.astype(np.uint32), sums[matched].astype(np.float32)
         order = np.argsort(docs, kind="stable")
         docs, scores = docs[order], scores[order]
@@ -297,9 +302,19 @@ class SearchIndex:
         ascending. Nothing is fetched from the store: callers filter on ``fields``.
         """
         ordinals, scores = self._match(query)
+        limit = min(len(scores), bm25.MAX_HITS)
+        start = 0
+        if limit > FIRST_BATCH and len(scores) > 4 * FIRST_BATCH:
+            # Most scans end in the first batch: order only the hits that can reach it.
+            candidates = bm25.top_candidates(scores, FIRST_BATCH)
+            keys = bm25.rank_keys(scores[candidates], self._id_ranks[ordinals[candidates]])
+            first = candidates[np.argsort(keys)[:FIRST_BATCH]]
+            yield ordinals[first], scores[first]
+            start = FIRST_BATCH
+        if start >= limit:
+            return
         keys = bm25.rank_keys(scores, self._id_ranks[ordinals])
-        limit = min(len(keys), bm25.MAX_HITS)
-        start, size = 0, FIRST_BATCH
+        size = FIRST_BATCH * (8 if start else 1)
         while start < limit:
             stop = min(limit, start + size)
             positions = bm25.top_order(keys, start, stop)
@@ -323,7 +338,7 @@ class SearchIndex:
                 shop_id=rows[o][1],
                 title=rows[o][2],
                 price=float(prices[o]),
-                service=tuple(json.loads(rows[o][3])),
+                service=_services(rows[o][3]),
                 sold_count=int(sold[o]),
                 score=float(s),
             )

@@ -40,6 +40,8 @@ STORE = "store.sqlite"
 FIELD_ARRAYS = ("norms", "id_ranks", "prices", "sold_counts", "services", "shops")
 POSTING_ARRAYS = ("postings_docs", "postings_freqs", "postings_impacts")
 COMMIT_EVERY = 50_000
+# Postings buffered in memory before they spill to a chunk file (about 10 bytes each).
+CHUNK_POSTINGS = 4_000_000
 PROGRESS_EVERY = 1_000
 
 _SCHEMA = """
@@ -48,14 +50,14 @@ CREATE TABLE products (
   product_id TEXT NOT NULL UNIQUE,
   shop_id TEXT NOT NULL,
   title TEXT NOT NULL,
-  service TEXT NOT NULL,
-  doc TEXT NOT NULL
+  service TEXT NOT NULL
 );
+CREATE TABLE documents (ordinal INTEGER PRIMARY KEY, doc TEXT NOT NULL);
 CREATE TABLE terms (term TEXT PRIMARY KEY, start INTEGER NOT NULL, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE shops (code INTEGER PRIMARY KEY, shop_id TEXT NOT NULL UNIQUE, products INTEGER NOT NULL);
 """
 _INSERT = (
-    "INSERT INTO products (ordinal, product_id, shop_id, title, service, doc) VALUES (?, ?, ?, ?, ?, ?) "
+    "INSERT INTO products (ordinal, product_id, shop_id, title, service) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (product_id) DO NOTHING"
 )
 
@@ -180,7 +182,7 @@ def _build_into(
     try:
         db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _SCHEMA)
         load, hasher = LoadReport(), CatalogHasher()
-        postings, fields = PostingsWriter(work), _FieldColumns()
+        postings, fields = PostingsWriter(work, chunk_postings=CHUNK_POSTINGS), _FieldColumns()
 
         def on_row(rows: int) -> None:
             if progress is not None and rows % PROGRESS_EVERY == 0:
@@ -191,13 +193,16 @@ def _build_into(
             rows_before = load.rows
             for product in iter_products([path], load, on_row=on_row):
                 ordinal = len(fields.prices)
-                row = (ordinal, product.product_id, product.shop_id, product.title)
-                doc = product_line(product).rstrip("\n")
-                if db.execute(_INSERT, (*row, json.dumps(list(product.service)), doc)).rowcount == 0:
+                row = (ordinal, product.product_id, product.shop_id, product.title, ",".join(product.service))
+                if db.execute(_INSERT, row).rowcount == 0:
                     duplicates += 1
                     reason = f"duplicate product_id {product.product_id!r}: the first one is kept"
                     load.reject(BadRow(str(path), load.rows - rows_before, reason))
                     continue
+                db.execute(
+                    "INSERT INTO documents (ordinal, doc) VALUES (?, ?)",
+                    (ordinal, product_line(product).rstrip("\n")),
+                )
                 hasher.add(product)
                 terms = analyze(product.search_text())
                 postings.add(ordinal, terms)

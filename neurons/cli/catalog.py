@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,9 +19,11 @@ app = typer.Typer(help="Catalogs and the search index.", no_args_is_help=True)
 
 @app.command("build")
 def build(
-    catalog: list[Path] = typer.Option(..., "--catalog", help="Catalog file (.jsonl or .jsonl.gz); repeatable."),
-    index: Path = typer.Option(..., "--index", help="Index directory to create (an existing index is replaced)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the build report as JSON."),
+    catalog: Annotated[
+        list[Path], typer.Option("--catalog", help="Catalog file (.jsonl or .jsonl.gz); repeatable.")
+    ],
+    index: Annotated[Path, typer.Option("--index", help="Index directory (an existing index is replaced).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the build report as JSON.")] = False,
 ) -> None:
     """Build the search index (BM25 over titles, SKU and attribute values; product store) from catalogs.
 
