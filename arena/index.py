@@ -278,8 +278,8 @@ class SearchIndex:
             )
         return parts
 
-    def _match(self, query: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
-        """Every matching ordinal with its BM25 score (the sum over the query's matching terms)."""
+    def match(self, query: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
+        """Every matching ordinal with its BM25 score (the sum over the query's matching terms), unordered."""
         parts = self._postings(query)
         if not parts:
             return np.empty(0, np.uint32), np.empty(0, np.float32)
@@ -296,25 +296,31 @@ class SearchIndex:
         starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
         return docs[starts], np.add.reduceat(scores, starts).astype(np.float32)
 
+    def rank_keys(
+        self, ordinals: npt.NDArray[np.uint32], scores: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.int64]:
+        """Sort keys (ascending = better) of matches: rounded score descending, then product id."""
+        return bm25.rank_keys(scores, self._id_ranks[ordinals])
+
     def ranked(self, query: str) -> Iterator[tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]]:
         """Relevance-ordered (ordinals, scores) in growing batches, at most ``MAX_HITS`` in all.
 
         The order is Anserini's: BM25 score rounded to 1e-4 descending, then product id
         ascending. Nothing is fetched from the store: callers filter on ``fields``.
         """
-        ordinals, scores = self._match(query)
+        ordinals, scores = self.match(query)
         limit = min(len(scores), bm25.MAX_HITS)
         start = 0
         if limit > FIRST_BATCH and len(scores) > 4 * FIRST_BATCH:
             # Most scans end in the first batch: order only the hits that can reach it.
             candidates = bm25.top_candidates(scores, FIRST_BATCH)
-            keys = bm25.rank_keys(scores[candidates], self._id_ranks[ordinals[candidates]])
+            keys = self.rank_keys(ordinals[candidates], scores[candidates])
             first = candidates[np.argsort(keys)[:FIRST_BATCH]]
             yield ordinals[first], scores[first]
             start = FIRST_BATCH
         if start >= limit:
             return
-        keys = bm25.rank_keys(scores, self._id_ranks[ordinals])
+        keys = self.rank_keys(ordinals, scores)
         size = FIRST_BATCH * (8 if start else 1)
         while start < limit:
             stop = min(limit, start + size)

@@ -1,4 +1,5 @@
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,3 +265,35 @@ def test_fixture_catalog_semantics(tmp_path: Path, fixture_catalog_path: Path) -
         assert ids(service=("official",), sort="order") == ["1002", "1001"]
         assert ids(service=("COD", "freeShipping")) == ["1004"]
         assert ids(price=(1800.0, 3200.0)) == ["1002", "1001"]
+
+
+def naive_find(index: SearchIndex, q: str, **filters: Any) -> list[str]:
+    """ShoppingBench's loop literally: walk index.hits() and filter each hit."""
+    low, high = filters.get("price", (None, None))
+    kept = []
+    for hit in index.hits(q):
+        if filters.get("shop_id") and hit.shop_id != filters["shop_id"]:
+            continue
+        if (low is not None and hit.price < low) or (high is not None and hit.price > high):
+            continue
+        if any(s not in hit.service for s in filters.get("service", ())):
+            continue
+        kept.append(hit.product_id)
+        if len(kept) == 50:
+            break
+    return kept
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_vectorised_filters_equal_walking_the_hits(index: SearchIndex, seed: int) -> None:
+    rng = random.Random(seed)
+    filters: dict[str, Any] = {
+        "shop_id": rng.choice([None, "shop0", "shop1", "deep"]),
+        "price": (rng.choice([None, 10.0, 40.0]), rng.choice([None, 60.0, 95.0])),
+        "service": tuple(rng.sample(SERVICE_NAMES, rng.randint(0, 2))),
+    }
+    q = rng.choice(["widget", "widget gadget", "gadget 7 widget", "filler3x1 widget"])
+    got = [
+        row["product_id"] for page in range(1, 6) for row in find_products(index, q=q, page=page, **filters)
+    ]
+    assert got == naive_find(index, q, **filters)
