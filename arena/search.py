@@ -53,18 +53,21 @@ def survivors(
     if not len(ordinals):
         return []
     keep = _passing(index.fields, ordinals, shop_code, price, service_mask(service))
-    if len(ordinals) > bm25.MAX_HITS:
-        # ShoppingBench filters only the first MAX_HITS hits: rank everything, cut, then filter.
-        keys = index.rank_keys(ordinals, scores)
-        cutoff = np.partition(keys, bm25.MAX_HITS - 1)[bm25.MAX_HITS - 1]
-        passing = np.flatnonzero((keys <= cutoff) & keep)
-        chosen = passing[bm25.top_order(keys[passing], 0, limit)]
-    else:
-        passing = np.flatnonzero(keep)
-        if len(passing) > 4 * limit:  # rank only the survivors that can reach the window
-            passing = passing[bm25.top_candidates(scores[passing], limit)]
-        keys = index.rank_keys(ordinals[passing], scores[passing])
-        chosen = passing[np.argsort(keys)[:limit]]
+    passing = np.flatnonzero(keep) if keep is not None else np.arange(len(ordinals))
+    candidates = passing
+    if len(passing) > 4 * limit:  # order only the passing hits that can reach the window
+        candidates = passing[bm25.top_candidates(scores[passing], limit)]
+    keys = index.rank_keys(ordinals[candidates], scores[candidates])
+    chosen = candidates[np.argsort(keys)[:limit]]
+    if len(ordinals) > bm25.MAX_HITS and len(chosen):
+        # ShoppingBench filters only the first MAX_HITS hits. The last survivor is surely among
+        # them when fewer hits than that score anywhere near it; otherwise rank all, cut, filter.
+        near = np.count_nonzero(scores >= scores[chosen[-1]] - bm25.ROUNDING_MARGIN)
+        if near >= bm25.MAX_HITS:
+            all_keys = index.rank_keys(ordinals, scores)
+            cutoff = np.partition(all_keys, bm25.MAX_HITS - 1)[bm25.MAX_HITS - 1]
+            passing = np.flatnonzero(all_keys <= cutoff if keep is None else (all_keys <= cutoff) & keep)
+            chosen = passing[bm25.top_order(all_keys[passing], 0, limit)]
     return index.hits_at(ordinals[chosen], scores[chosen])
 
 
@@ -74,10 +77,12 @@ def _passing(
     shop_code: int | None,
     price: tuple[float | None, float | None],
     services: int,
-) -> npt.NDArray[np.bool_]:
-    """Which matches pass the shop, price and service filters (all of them when none is set)."""
-    keep = np.ones(len(ordinals), dtype=bool)
+) -> npt.NDArray[np.bool_] | None:
+    """Which matches pass the shop, price and service filters (None: no filter is set)."""
     low, high = price
+    if shop_code is None and low is None and high is None and not services:
+        return None
+    keep = np.ones(len(ordinals), dtype=bool)
     if shop_code is not None:
         keep &= fields.shops[ordinals] == shop_code
     if low is not None:

@@ -284,9 +284,12 @@ def naive_find(index: SearchIndex, q: str, **filters: Any) -> list[str]:
     return kept
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_vectorised_filters_equal_walking_the_hits(index: SearchIndex, seed: int) -> None:
+@pytest.mark.parametrize("seed", range(24))
+def test_vectorised_filters_equal_walking_the_hits(
+    index: SearchIndex, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(seed)
+    monkeypatch.setattr(bm25, "MAX_HITS", rng.choice([100_000, 30, 60, 100, 150]))
     filters: dict[str, Any] = {
         "shop_id": rng.choice([None, "shop0", "shop1", "deep"]),
         "price": (rng.choice([None, 10.0, 40.0]), rng.choice([None, 60.0, 95.0])),
