@@ -4,9 +4,10 @@ An index is a directory:
 
 - ``manifest.json``: format, engine, catalog version, counts, analyzer and BM25 parameters,
   collection statistics, and the size of every file (written last: no manifest, no index);
-- ``store.sqlite``: products by ordinal with id, shop, title, services and the canonical
-  product JSON; the term dictionary (term, first posting, document frequency); shops;
-- ``postings_docs.npy`` / ``postings_freqs.npy``: each term's postings, contiguous;
+- ``store.sqlite``: product summaries by ordinal (id, shop, title, services), the canonical
+  product JSON by ordinal, the term dictionary (term, first posting, document frequency), shops;
+- ``postings_docs.npy`` / ``postings_freqs.npy`` / ``postings_impacts.npy``: each term's
+  postings (ordinals ascending, term frequencies, BM25 scores at boost 1), contiguous;
 - per-product arrays (``norms``, ``id_ranks``, ``prices``, ``sold_counts``, ``services``,
   ``shops``): the fast fields that scoring, ordering and filtering read without touching JSON.
 

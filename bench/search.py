@@ -281,6 +281,7 @@ def main() -> None:
         "--catalog", action="append", default=[], metavar="N=PATH", help="use this catalog for size N"
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--fresh", action="store_true", help="drop the other sizes already in --out")
     args = parser.parse_args()
     sizes = [20_000] if args.quick else [int(s) for s in args.sizes.split(",")]
     n_queries = 50 if args.quick else args.queries
@@ -301,6 +302,8 @@ def main() -> None:
         "seed": args.seed,
         "sizes": {},
     }
+    if args.out.exists() and not args.fresh:  # keep the sizes measured by earlier runs
+        results["sizes"] = json.loads(args.out.read_text()).get("sizes", {})
     for size in sizes:
         catalog, source = catalog_for(size, args.seed, args.work, overrides)
         sample = sample_products(catalog, size, n_queries, args.seed)
