@@ -134,26 +134,23 @@ def open_index(index_dir: Path, *, catalog_version: str | None = None) -> Search
         raise SearchIndexError(
             f"index {index_dir} is of catalog {manifest['catalog_version']}, expected {catalog_version}"
         )
+    db = sqlite3.connect(f"file:{index_dir / STORE}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     try:
         arrays = {name: np.load(index_dir / f"{name}.npy", mmap_mode="r") for name in POSTING_ARRAYS}
         arrays |= {name: np.load(index_dir / f"{name}.npy") for name in FIELD_ARRAYS}
-        db = sqlite3.connect(
-            f"file:{index_dir / STORE}?mode=ro&immutable=1", uri=True, check_same_thread=False
-        )
         db.execute("PRAGMA cache_size = -65536")  # 64 MiB of pages: hot summary rows stay cached
         last = db.execute("SELECT max(ordinal) FROM products").fetchone()[0]
-    except (OSError, ValueError, sqlite3.Error) as exc:
+        count, postings = int(manifest["products"]), int(manifest["stats"]["postings"])
+        if (last if last is not None else -1) != count - 1 or any(
+            len(arrays[n]) != count for n in FIELD_ARRAYS
+        ):
+            raise ValueError("product counts disagree")
+        if any(len(arrays[name]) != postings for name in POSTING_ARRAYS):
+            raise ValueError("posting counts disagree")
+        return SearchIndex(index_dir, manifest, arrays, db)
+    except (OSError, ValueError, KeyError, TypeError, sqlite3.Error) as exc:
+        db.close()
         raise SearchIndexError(f"corrupt search index {index_dir}: {exc}") from exc
-    count, stats = manifest["products"], manifest["stats"]
-    if (last if last is not None else -1) != count - 1 or any(
-        len(arrays[name]) != count for name in FIELD_ARRAYS
-    ):
-        db.close()
-        raise SearchIndexError(f"corrupt search index {index_dir}: product counts disagree")
-    if any(len(arrays[name]) != stats["postings"] for name in POSTING_ARRAYS):
-        db.close()
-        raise SearchIndexError(f"corrupt search index {index_dir}: posting counts disagree")
-    return SearchIndex(index_dir, manifest, arrays, db)
 
 
 def _services(joined: str) -> tuple[Service, ...]:

@@ -359,6 +359,7 @@ def edit_manifest(**changes: Any) -> Any:
         edit_manifest(**{"params.analyzer": "whitespace"}),
         edit_manifest(products=21),
         edit_manifest(**{"stats.postings": 3}),
+        edit_manifest(stats={}),
     ],
 )
 def test_open_refuses_a_damaged_index(tmp_path: Path, fixture_catalog_path: Path, damage: Any) -> None:
