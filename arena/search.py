@@ -53,10 +53,13 @@ def survivors(
     if not len(ordinals):
         return []
     keep = _passing(index.fields, ordinals, shop_code, price, service_mask(service))
-    passing = np.flatnonzero(keep) if keep is not None else np.arange(len(ordinals))
-    candidates = passing
-    if len(passing) > 4 * limit:  # order only the passing hits that can reach the window
-        candidates = passing[bm25.top_candidates(scores[passing], limit)]
+    passing = np.flatnonzero(keep) if keep is not None else None
+    candidates = passing if passing is not None else np.arange(len(ordinals))
+    if len(candidates) > 4 * limit:  # order only the passing hits that can reach the window
+        if passing is None:
+            candidates = bm25.top_candidates(scores, limit)
+        else:
+            candidates = passing[bm25.top_candidates(scores[passing], limit)]
     keys = index.rank_keys(ordinals[candidates], scores[candidates])
     chosen = candidates[np.argsort(keys)[:limit]]
     if len(ordinals) > bm25.MAX_HITS and len(chosen):

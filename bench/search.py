@@ -44,7 +44,7 @@ import numpy as np
 import tantivy
 
 from arena.analysis import analyze, query_terms
-from arena.catalog import iter_products
+from arena.catalog import iter_products, open_text, parse_product_row
 from arena.index import build_index, open_index
 from arena.search import find_products
 
@@ -105,9 +105,11 @@ def sample_products(path: Path, size: int, count: int, seed: int) -> list[dict[s
     rng = random.Random(seed)
     wanted = set(rng.sample(range(size), min(count, size)))
     chosen = []
-    for ordinal, product in enumerate(iter_products([path])):
-        if ordinal in wanted:
-            chosen.append({"id": product.product_id, "title": product.title, "shop": product.shop_id})
+    with open_text(path) as lines:  # only the drawn rows are parsed
+        for row, line in enumerate(lines):
+            if row in wanted:
+                product = parse_product_row(json.loads(line))
+                chosen.append({"id": product.product_id, "title": product.title, "shop": product.shop_id})
     rng.shuffle(chosen)
     for item in chosen:
         words = item["title"].split()
