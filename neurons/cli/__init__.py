@@ -13,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
 app.add_typer(catalog.app, name="catalog")
 
 
