@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, func, select
+from sqlalchemy import Table, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -120,8 +120,14 @@ def _insert_ignoring_duplicates(session: Session, table: Table, rows: list[dict[
     dialect = sqlite if session.get_bind().dialect.name == "sqlite" else postgresql
     inserted = 0
     for start in range(0, len(rows), INSERT_CHUNK):
-        statement = dialect.insert(table).values(rows[start : start + INSERT_CHUNK]).on_conflict_do_nothing()
-        inserted += cast(CursorResult[Any], session.execute(statement)).rowcount
+        statement = (
+            dialect.insert(table)
+            .values(rows[start : start + INSERT_CHUNK])
+            .on_conflict_do_nothing()
+            .returning(*table.primary_key.columns)
+        )
+        # RETURNING, not rowcount: drivers disagree on rowcount for multi-row inserts.
+        inserted += len(session.execute(statement).all())
     return inserted
 
 
