@@ -265,15 +265,20 @@ def _traces(
             .order_by(EpisodeRow.seq)
             .limit(size)
         ).all()
-        if rows:
-            tasks = get_tasks(session, task_ids=sorted({episode.task_id for episode, _ in rows}))
-            logs = _logs_of(session, [episode.episode_id for episode, _ in rows])
-        page = [_trace(episode, judgment, tasks, logs) for episode, judgment in rows]
+        page = _page(session, [(episode, judgment) for episode, judgment in rows])
         session.commit()  # end the page's read transaction before handing out the page
         if not page:
             return
         yield from page
         last, produced = page[-1].seq, produced + len(page)
+
+
+def _page(session: Session, rows: list[tuple[EpisodeRow, JudgmentRow]]) -> list[JudgedTrace]:
+    if not rows:
+        return []
+    tasks = get_tasks(session, task_ids={episode.task_id for episode, _ in rows})
+    logs = _logs_of(session, [episode.episode_id for episode, _ in rows])
+    return [_trace(episode, judgment, tasks, logs) for episode, judgment in rows]
 
 
 def _trace(

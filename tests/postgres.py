@@ -106,7 +106,7 @@ class PostgresServer:
         return self.url(name)
 
     def stop(self) -> None:
-        _run(self.user, [str(self.pg_ctl), "-D", str(self.data_dir), "-m", "fast", "-w", "stop"], check=False)
+        _run(self.user, [str(self.pg_ctl), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"], check=False)
 
 
 def _run(
