@@ -144,8 +144,9 @@ class ToolLogRow(Base):
         ForeignKey("episodes.episode_id", ondelete="CASCADE"), primary_key=True
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-    call_id: Mapped[str | None] = mapped_column(String(128))
-    tool: Mapped[str] = mapped_column(String(64))
+    # Unbounded: both come from the miner (a header, a URL segment) and must never fail a write.
+    call_id: Mapped[str | None] = mapped_column(String)
+    tool: Mapped[str] = mapped_column(String)
     arguments: Mapped[dict[str, Any]]
     # A JSON string, not TEXT: PostgreSQL's text type cannot hold NUL, JSON escapes it.
     result: Mapped[str] = mapped_column(Json)
@@ -171,7 +172,7 @@ class JudgmentRow(Base):
     success: Mapped[bool] = mapped_column(Boolean)
     score: Mapped[float] = mapped_column(Double)
     axis: Mapped[str] = mapped_column(String(16))
-    end_reason: Mapped[str] = mapped_column(String(32))
+    end_reason: Mapped[str] = mapped_column(String)
     reasoning_value: Mapped[float | None] = mapped_column(Double)
     scorer: Mapped[str] = mapped_column(String(64))
     rejects: Mapped[list[Any]]

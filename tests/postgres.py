@@ -1,8 +1,7 @@
 """A throwaway PostgreSQL server for tests and benchmarks: initdb into a temp dir, pg_ctl on loopback.
 
-Use it from any test through the pytest fixtures (import them into a ``conftest.py``)::
-
-    from tests.postgres import postgres_server, postgres_url  # noqa: F401
+Use it from any test through the pytest fixtures, which ``tests/conftest.py`` imports for
+every test (request ``postgres_url`` or ``postgres_server``; mark the test ``postgres``).
 
 ``postgres_server`` (session scope) starts one server for the whole run and stops it at the
 end; ``postgres_url`` (function scope) creates a fresh, empty database on it per test and
@@ -106,7 +105,11 @@ class PostgresServer:
         return self.url(name)
 
     def stop(self) -> None:
-        _run(self.user, [str(self.pg_ctl), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"], check=False)
+        _run(
+            self.user,
+            [str(self.pg_ctl), "-D", str(self.data_dir), "-m", "immediate", "-w", "stop"],
+            check=False,
+        )
 
 
 def _run(
@@ -160,8 +163,9 @@ def running_postgres(*, durable: bool = False) -> Iterator[PostgresServer]:
     """
     initdb, pg_ctl = find_binaries()
     user = _server_user()
-    # Not under pytest's tmp dir: that one is private to the current user (0700).
-    base = Path(tempfile.mkdtemp(prefix="arena-pg-"))
+    # Not under pytest's tmp dir, which is private to the current user (0700); as root, in /tmp,
+    # which the server's unprivileged user can always traverse (TMPDIR might not be).
+    base = Path(tempfile.mkdtemp(prefix="arena-pg-", dir="/tmp" if user is not None else None))
     try:
         (base / "sock").mkdir()
         if user is not None:

@@ -10,7 +10,6 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from storage.db import make_engine, make_sessionmaker, upgrade
-from tests.postgres import postgres_server, postgres_url  # noqa: F401  (fixtures)
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
