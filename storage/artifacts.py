@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from arena.types import canonical_json, content_hash
 from storage.errors import MissingRecord
 from storage.records import JudgedTrace
-from storage.repository import get_judged
+from storage.traces import get_judged
 
 ARTIFACT_SCHEMA = "arena.artifact/1"
 # Keys of the signed envelope around the content-addressed body.
