@@ -146,7 +146,7 @@ async def test_agent_faults_are_200_error_results_and_logged(client: httpx.Async
         )
         assert response.status_code == 200
         body = response.json()
-        assert body["error"] is True and body["seq"] == seq
+        assert body["error"] is True and body["seq"] == seq and body["call_id"] is None
         assert fragment in json.loads(body["content"])["error"]
     log = (await client.get(f"/v1/episodes/{episode_id}/log", headers=bearer(token))).json()["entries"]
     assert [e["tool"] for e in log] == ["find_product", "find_product", "find_product", "buy_now"]
