@@ -1,4 +1,4 @@
-"""Shared fixtures: the 20-product fixture catalog, its path and its search index."""
+"""Shared fixtures: the 20-product fixture catalog and its path."""
 
 from __future__ import annotations
 
