@@ -153,14 +153,16 @@ def create_tool_router(
     """
     router = APIRouter()
     limits = limits or Limits()
+    # Built once: generating the schemas from the models costs about a millisecond.
+    listing = {
+        "toolset": ctx.toolset,
+        "catalog_version": ctx.index.catalog_version,
+        "tools": tool_schemas(ctx.toolset),
+    }
 
     @router.get("/v1/tools")
     async def list_tools() -> dict[str, Any]:
-        return {
-            "toolset": ctx.toolset,
-            "catalog_version": ctx.index.catalog_version,
-            "tools": tool_schemas(ctx.toolset),
-        }
+        return listing
 
     @router.post("/v1/tools/{name}")
     async def call_tool(
