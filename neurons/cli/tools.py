@@ -58,9 +58,9 @@ def serve(
 ) -> None:
     """Serve the agent tools over HTTP (GET /v1/tools, POST /v1/tools/{name}).
 
-    With --practice, POST /v1/practice/episodes hands out episode tokens to anyone, so an agent
-    can be developed against the real tools. Without it, tokens come only from a validator
-    sharing --secret-file, so the standalone server is mostly useful in practice mode.
+    --practice: anyone may open an episode (POST /v1/practice/episodes).
+
+    Without --practice, tokens come only from a validator sharing --secret-file.
 
     Example: arena tools serve --index data/index --practice --port 8600
     """
