@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import tools
+from neurons.cli import catalog, tools
 
 app = typer.Typer(
     name="arena",
@@ -14,6 +14,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+app.add_typer(catalog.app, name="catalog")
 app.add_typer(tools.app, name="tools")
 
 
