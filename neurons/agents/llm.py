@@ -1,0 +1,358 @@
+"""The reference LLM agent: native tool calls over any OpenAI-compatible endpoint; the model picks each call.
+
+Works against vLLM, SGLang, hosted APIs and llama-cpp-python's server. The quirks of small local
+models are options, never hard-coded: ``tool_choice`` (e.g. ``"required"`` on servers that
+constrain decoding for it), ``tool_results_as_user`` (for chat templates that drop ``tool``
+messages, as llama-cpp-python's ``chatml-function-calling`` does) and ``nudges`` (how often a
+model that answers in text is reminded to call a tool). See ``docs/local-llm.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import openai
+from openai import AsyncOpenAI
+
+from arena.types import FunctionCall, Message, ToolCall, ToolResult, Usage
+from neurons.agents import AgentOutput, AgentRequest, AgentStop, ToolCaller
+from neurons.agents.schemas import constrain_tool_schemas
+
+logger = logging.getLogger(__name__)
+
+TERMINATE = "terminate"
+RECOMMEND = "recommend_product"
+# How a tool result is shown to a server whose template drops tool messages (wire only; the
+# returned trajectory always carries a proper tool message with the verbatim content).
+TOOL_RESULT_AS_USER = "Result of {name} (call {call_id}):\n{content}"
+
+
+def prompt_text(name: str) -> str:
+    """Return a bundled prompt file's text (``neurons/agents/prompts/<name>``)."""
+    return (files("neurons.agents") / "prompts" / name).read_text(encoding="utf-8").strip()
+
+
+@dataclass(frozen=True)
+class LLMOptions:
+    """How the LLM agent talks to its model; every field has a safe default for real servers."""
+
+    model: str
+    temperature: float = 0.0
+    max_tokens: int | None = None
+    # "auto" lets the model choose; "required" or {"type": "function", ...} constrain it.
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool | None = None
+    seed: int | None = None
+    nudges: int = 1
+    stop_after_recommend: bool = False
+    tool_results_as_user: bool = False
+    schema_max_string: int | None = None
+    request_timeout_s: float = 60.0
+    system_prompt: str = field(default_factory=lambda: prompt_text("shopping_agent.md"))
+    nudge_prompt: str = field(default_factory=lambda: prompt_text("nudge.md"))
+    extra_body: dict[str, Any] | None = None
+
+
+@dataclass
+class _Episode:
+    """The mutable state of one run: the conversation so far and the usage summed over model calls."""
+
+    messages: list[Message]
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_reported: bool = False
+    call_ids: set[str] = field(default_factory=set)
+
+    def add_usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        self.usage_reported = True
+        self.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+
+    def output(self, stop: AgentStop) -> AgentOutput:
+        usage = Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+        return AgentOutput(messages=self.messages, usage=usage if self.usage_reported else None, stop=stop)
+
+
+class LLMAgent:
+    """An agent bound to one OpenAI-compatible endpoint; holds the HTTP client, so close it when done."""
+
+    def __init__(self, client: AsyncOpenAI, options: LLMOptions) -> None:
+        self.client = client
+        self.options = options
+
+    async def __call__(self, request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        """Run one episode: model turn, tool calls, results back, until terminate or a budget runs out."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + request.deadline_s
+        episode = _Episode(
+            messages=[
+                Message(role="system", content=self.options.system_prompt),
+                Message(role="user", content=request.query),
+            ]
+        )
+        stop = await self._loop(request, call_tool, episode, deadline)
+        logger.info(
+            "agent=llm episode=%s task=%s stop=%s messages=%d prompt_tokens=%d completion_tokens=%d",
+            request.episode_id,
+            request.task_id,
+            stop,
+            len(episode.messages),
+            episode.prompt_tokens,
+            episode.completion_tokens,
+        )
+        return episode.output(stop)
+
+    async def _loop(
+        self, request: AgentRequest, call_tool: ToolCaller, episode: _Episode, deadline: float
+    ) -> AgentStop:
+        loop = asyncio.get_running_loop()
+        nudges_left = self.options.nudges
+        for _ in range(request.max_steps):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return "deadline"
+            try:
+                async with asyncio.timeout(remaining):
+                    completion = await self._complete(request, episode.messages, remaining)
+            except TimeoutError:
+                return "deadline"
+            except openai.OpenAIError as exc:
+                logger.warning(
+                    "agent=llm episode=%s model_error=%s detail=%.300s",
+                    request.episode_id,
+                    type(exc).__name__,
+                    exc,
+                )
+                return "model_error"
+            episode.add_usage(completion.usage)
+            if not completion.choices:
+                logger.warning("agent=llm episode=%s model_error=no_choices", request.episode_id)
+                return "model_error"
+            assistant = assistant_message(completion.choices[0].message, episode.call_ids)
+            episode.messages.append(assistant)
+            if not assistant.tool_calls:
+                if nudges_left <= 0:
+                    return "no_tool_call"
+                nudges_left -= 1
+                episode.messages.append(Message(role="user", content=self.options.nudge_prompt))
+                continue
+            finished = False
+            for call in assistant.tool_calls:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return "deadline"
+                try:
+                    async with asyncio.timeout(remaining):
+                        result = await run_call(call, call_tool)
+                except TimeoutError:
+                    return "deadline"
+                episode.messages.append(Message(role="tool", tool_call_id=call.id, content=result.content))
+                finished = finished or self._ends_episode(call.function.name, result)
+            if finished:
+                return "terminated"
+        return "max_steps"
+
+    def _ends_episode(self, tool: str, result: ToolResult) -> bool:
+        if tool == TERMINATE:
+            return True
+        return self.options.stop_after_recommend and tool == RECOMMEND and not result.error
+
+    async def _complete(self, request: AgentRequest, messages: list[Message], remaining: float) -> Any:
+        options = self.options
+        kwargs: dict[str, Any] = {
+            "model": options.model,
+            "messages": wire_messages(messages, tool_results_as_user=options.tool_results_as_user),
+            "temperature": options.temperature,
+            "timeout": min(options.request_timeout_s, remaining),
+        }
+        if request.tools:
+            tools = [dict(tool) for tool in request.tools]
+            if options.schema_max_string is not None:
+                tools = constrain_tool_schemas(tools, options.schema_max_string)
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = options.tool_choice
+            if options.parallel_tool_calls is not None:
+                kwargs["parallel_tool_calls"] = options.parallel_tool_calls
+        if options.max_tokens is not None:
+            kwargs["max_tokens"] = options.max_tokens
+        if options.seed is not None:
+            kwargs["seed"] = options.seed
+        if options.extra_body:
+            kwargs["extra_body"] = options.extra_body
+        return await self.client.chat.completions.create(**kwargs)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.client.close()
+
+    async def __aenter__(self) -> LLMAgent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def make_llm_agent(
+    base_url: str,
+    model: str,
+    api_key: str = "none",
+    temperature: float = 0.0,
+    *,
+    max_tokens: int | None = None,
+    tool_choice: str | dict[str, Any] = "auto",
+    parallel_tool_calls: bool | None = None,
+    seed: int | None = None,
+    nudges: int = 1,
+    stop_after_recommend: bool = False,
+    tool_results_as_user: bool = False,
+    schema_max_string: int | None = None,
+    system_prompt: str | Path | None = None,
+    request_timeout_s: float = 60.0,
+    max_retries: int = 2,
+    extra_body: dict[str, Any] | None = None,
+    http_client: Any = None,
+) -> LLMAgent:
+    """Build the LLM agent for one OpenAI-compatible endpoint.
+
+    Args:
+        base_url: the endpoint, e.g. ``http://127.0.0.1:8000/v1``.
+        model: the model name the server expects.
+        api_key: the API key ("none" for local servers).
+        temperature: sampling temperature.
+        max_tokens: cap on tokens per model turn (None: the server's default).
+        tool_choice: ``"auto"`` (the model decides), ``"required"``, or a forced function.
+        parallel_tool_calls: sent only when not None (some servers reject the field).
+        seed: sampling seed, sent only when not None.
+        nudges: how many times a text-only answer is followed by a reminder to call a tool.
+        stop_after_recommend: end the episode after a successful ``recommend_product`` call.
+        tool_results_as_user: send tool results to the server as user messages (for chat
+            templates that drop tool messages); the returned messages are unaffected.
+        schema_max_string: send the model tightened tool schemas (strings capped at this many
+            characters, no control characters; small integer ranges as enums), for servers that
+            decode arguments under a grammar built from the schema (see
+            :mod:`neurons.agents.schemas`). None sends the schemas unchanged.
+        system_prompt: the system prompt text, a path to a prompt file, or None for the bundled one.
+        request_timeout_s: timeout of one model call (the episode deadline bounds it too).
+        max_retries: the openai client's retries on connection errors and 5xx/429.
+        extra_body: extra JSON fields for the server (e.g. vLLM's ``chat_template_kwargs``).
+        http_client: an HTTP client for the openai client (its own httpx flavour), or None.
+
+    Returns:
+        An :class:`LLMAgent`; ``await agent(request, call_tool)`` runs one episode.
+
+    Example:
+        >>> agent = make_llm_agent("http://127.0.0.1:8000/v1", "Qwen/Qwen3-4B")
+    """
+    if isinstance(system_prompt, Path):
+        system_prompt = system_prompt.read_text(encoding="utf-8").strip()
+    options = LLMOptions(
+        model=model,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel_tool_calls,
+        seed=seed,
+        nudges=max(0, nudges),
+        stop_after_recommend=stop_after_recommend,
+        tool_results_as_user=tool_results_as_user,
+        schema_max_string=schema_max_string,
+        request_timeout_s=request_timeout_s,
+        extra_body=extra_body,
+        **({"system_prompt": system_prompt} if system_prompt is not None else {}),
+    )
+    client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, http_client=http_client)
+    return LLMAgent(client, options)
+
+
+def assistant_message(message: Any, seen_ids: set[str]) -> Message:
+    """Turn a server's assistant message into ours: tool calls with unique ids, reasoning if any.
+
+    Args:
+        message: the ``choices[0].message`` of a chat completion.
+        seen_ids: call ids already used in this episode; updated in place.
+
+    Returns:
+        The assistant message; ``arguments`` strings are kept exactly as the model wrote them.
+    """
+    calls: list[ToolCall] = []
+    for raw in getattr(message, "tool_calls", None) or ():
+        function = getattr(raw, "function", None)
+        if function is None:  # a non-function ("custom") tool call: not ours to run
+            continue
+        call_id = getattr(raw, "id", None) or ""
+        if not call_id or call_id in seen_ids:
+            call_id = f"call_{uuid.uuid4().hex[:24]}"
+        seen_ids.add(call_id)
+        arguments = function.arguments if isinstance(function.arguments, str) else ""
+        calls.append(
+            ToolCall(id=call_id, function=FunctionCall(name=function.name or "", arguments=arguments))
+        )
+    return Message(
+        role="assistant",
+        content=getattr(message, "content", None),
+        reasoning_content=reasoning_of(message),
+        tool_calls=tuple(calls) or None,
+    )
+
+
+def reasoning_of(message: Any) -> str | None:
+    """Return the model's reasoning text where the server reports it (vLLM/SGLang name it differently)."""
+    extra = getattr(message, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = getattr(message, key, None) or extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+async def run_call(call: ToolCall, call_tool: ToolCaller) -> ToolResult:
+    """Run one tool call; arguments that are not a JSON object are an error result the model sees.
+
+    Such a call never reaches the tool server: its arguments cannot be sent as an object.
+    """
+    text = call.function.arguments.strip() or "{}"
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ToolResult(
+            content=f"Error: the arguments of {call.function.name} are not valid JSON ({exc}).", error=True
+        )
+    if not isinstance(arguments, dict):
+        return ToolResult(
+            content=f"Error: the arguments of {call.function.name} must be a JSON object.", error=True
+        )
+    return await call_tool(call.function.name, arguments, call.id)
+
+
+def wire_messages(messages: list[Message], *, tool_results_as_user: bool = False) -> list[dict[str, Any]]:
+    """Return the messages as the chat API expects them (reasoning is not sent back).
+
+    Args:
+        messages: the conversation so far.
+        tool_results_as_user: render tool messages as user messages naming the call.
+    """
+    names = {call.id: call.function.name for m in messages for call in m.tool_calls or ()}
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool" and tool_results_as_user:
+            call_id = message.tool_call_id or ""
+            text = TOOL_RESULT_AS_USER.format(
+                name=names.get(call_id, "tool"), call_id=call_id, content=message.content or ""
+            )
+            wire.append({"role": "user", "content": text})
+            continue
+        item = message.model_dump(mode="json", exclude_none=True, exclude={"reasoning_content"})
+        # Always a string: some servers (llama-cpp-python) reject a null content, and chat
+        # templates index message.content directly.
+        item["content"] = message.content or ""
+        wire.append(item)
+    return wire
