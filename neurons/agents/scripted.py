@@ -44,13 +44,15 @@ class _Run:
     messages: list[Message] = field(default_factory=list)
     calls: int = 0
 
+    def has_budget(self, reserve: int = 2) -> bool:
+        """Return whether one more call fits while keeping ``reserve`` calls (recommend, terminate) back."""
+        return self.calls + 1 + reserve <= self.request.max_steps
+
     async def call(self, name: str, arguments: dict[str, Any], note: str, *, reserve: int = 2) -> ToolResult:
         """Emit an assistant message with one tool call, run it, append the result verbatim."""
-        # Keep `reserve` calls back so recommend_product and terminate always fit.
-        if self.calls + 1 + reserve > self.request.max_steps:
+        if not self.has_budget(reserve):
             raise _OutOfBudget("max_steps")
-        loop = asyncio.get_running_loop()
-        remaining = self.deadline - loop.time()
+        remaining = self.deadline - asyncio.get_running_loop().time()
         if remaining <= 0:
             raise _OutOfBudget("deadline")
         self.calls += 1
@@ -122,7 +124,7 @@ async def _choose(run: _Run, parsed: ParsedQuery, view_top: int) -> list[str]:
         hits = await _same_shop(run, parsed.items, hits)
     wanted = list(dict.fromkeys(h["product_id"] for item_hits in hits for h in item_hits[:view_top]))
     details: dict[str, dict[str, Any]] = {}
-    if wanted:
+    if wanted and run.has_budget():
         result = await run.call(
             "view_product_information",
             {"product_ids": ",".join(wanted)},
@@ -146,6 +148,8 @@ async def _search(run: _Run, item: ItemSpec, shop_id: str | None = None) -> list
     """Search for an item, dropping filters one at a time until something comes back."""
     attempts = [(item.price_arg(), item.service_arg()), (item.price_arg(), None), (None, None)]
     for price, service in dict.fromkeys(attempts):
+        if not run.has_budget():
+            break
         arguments: dict[str, Any] = {"q": item.query(), "page": 1}
         if shop_id:
             arguments["shop_id"] = shop_id
