@@ -168,7 +168,7 @@ class LocalLLM:
         command = self.command()
         self._log = open(self.log_path, "ab") if self.log_path else None  # closed in stop()
         output: IO[bytes] | int = self._log if self._log is not None else subprocess.DEVNULL
-        logger.info("local_llm=starting port=%s model=%s", self.port, command[4])
+        logger.info("local_llm=starting port=%s chat_format=%s", self.port, CHAT_FORMAT)
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
         try:
             self._wait_ready()
