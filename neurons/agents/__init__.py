@@ -14,11 +14,12 @@ import functools
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
+from importlib.resources import files
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
-from arena.types import Frozen, Message, ToolResult, Usage
+from arena.types import Frozen, Message, ToolResult, Trajectory, Usage
 
 # (tool name, parsed arguments, call id) -> the tool's result; never raises for agent faults.
 ToolCaller = Callable[[str, dict[str, Any], str], Awaitable[ToolResult]]
@@ -62,11 +63,25 @@ class AgentRequest(Frozen):
 
 
 class AgentOutput(Frozen):
-    """What an agent returns: the conversation (system and user first), token usage, why it stopped."""
+    """What an agent returns: the conversation (system and user first), token usage, why it stopped.
+
+    When a budget ran out while tools were being called, the last assistant message may carry
+    tool calls without results: the trajectory shows what was attempted, nothing is invented.
+    """
 
     messages: list[Message]
     usage: Usage | None = None
     stop: AgentStop = "terminated"
+
+    def trajectory(self, request: AgentRequest, miner_hotkey: str) -> Trajectory:
+        """Return the ``arena.trajectory/1`` a miner sends back for ``request``."""
+        return Trajectory(
+            task_id=request.task_id,
+            episode_id=request.episode_id,
+            miner_hotkey=miner_hotkey,
+            messages=tuple(self.messages),
+            usage=self.usage,
+        )
 
 
 class Agent(Protocol):
@@ -75,6 +90,11 @@ class Agent(Protocol):
     def __call__(self, request: AgentRequest, call_tool: ToolCaller) -> Awaitable[AgentOutput]:
         """Solve one task, calling tools through ``call_tool``."""
         ...
+
+
+def prompt_text(name: str) -> str:
+    """Return a bundled prompt file's text (``neurons/agents/prompts/<name>``), stripped."""
+    return (files("neurons.agents") / "prompts" / name).read_text(encoding="utf-8").strip()
 
 
 def load_agent(spec: str, **options: Any) -> Agent:
@@ -138,4 +158,5 @@ __all__ = [
     "AgentStop",
     "ToolCaller",
     "load_agent",
+    "prompt_text",
 ]

@@ -14,7 +14,6 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ import openai
 from openai import AsyncOpenAI
 
 from arena.types import FunctionCall, Message, ToolCall, ToolResult, Usage
-from neurons.agents import AgentOutput, AgentRequest, AgentStop, ToolCaller
+from neurons.agents import AgentOutput, AgentRequest, AgentStop, ToolCaller, prompt_text
 from neurons.agents.schemas import constrain_tool_schemas
 
 logger = logging.getLogger(__name__)
@@ -32,11 +31,6 @@ RECOMMEND = "recommend_product"
 # How a tool result is shown to a server whose template drops tool messages (wire only; the
 # returned trajectory always carries a proper tool message with the verbatim content).
 TOOL_RESULT_AS_USER = "Result of {name} (call {call_id}):\n{content}"
-
-
-def prompt_text(name: str) -> str:
-    """Return a bundled prompt file's text (``neurons/agents/prompts/<name>``)."""
-    return (files("neurons.agents") / "prompts" / name).read_text(encoding="utf-8").strip()
 
 
 @dataclass(frozen=True)
@@ -100,7 +94,7 @@ class LLMAgent:
             ]
         )
         stop = await self._loop(request, call_tool, episode, deadline)
-        logger.info(
+        logger.debug(
             "agent=llm episode=%s task=%s stop=%s messages=%d prompt_tokens=%d completion_tokens=%d",
             request.episode_id,
             request.task_id,
@@ -125,6 +119,9 @@ class LLMAgent:
                     completion = await self._complete(request, episode.messages, remaining)
             except TimeoutError:
                 return "deadline"
+            except openai.APITimeoutError:
+                # The client's own timeout is capped at the time left, so it may be the deadline.
+                return "deadline" if loop.time() >= deadline - 0.1 else "model_error"
             except openai.OpenAIError as exc:
                 logger.warning(
                     "agent=llm episode=%s model_error=%s detail=%.300s",
@@ -155,6 +152,13 @@ class LLMAgent:
                         result = await run_call(call, call_tool)
                 except TimeoutError:
                     return "deadline"
+                logger.debug(
+                    "agent=llm episode=%s tool=%s call=%s error=%s",
+                    request.episode_id,
+                    call.function.name,
+                    call.id,
+                    result.error,
+                )
                 episode.messages.append(Message(role="tool", tool_call_id=call.id, content=result.content))
                 finished = finished or self._ends_episode(call.function.name, result)
             if finished:
@@ -296,9 +300,10 @@ def assistant_message(message: Any, seen_ids: set[str]) -> Message:
         calls.append(
             ToolCall(id=call_id, function=FunctionCall(name=function.name or "", arguments=arguments))
         )
+    content = getattr(message, "content", None)
     return Message(
         role="assistant",
-        content=getattr(message, "content", None),
+        content=content if isinstance(content, str) else None,
         reasoning_content=reasoning_of(message),
         tool_calls=tuple(calls) or None,
     )

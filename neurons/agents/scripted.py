@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.types import FunctionCall, Message, ToolCall, ToolResult
-from neurons.agents import AgentOutput, AgentRequest, AgentStop, ToolCaller
-from neurons.agents.llm import prompt_text
+from neurons.agents import AgentOutput, AgentRequest, AgentStop, ToolCaller, prompt_text
 from neurons.agents.query import ItemSpec, ParsedQuery, parse_query
 
 logger = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ async def scripted_agent(
         await run.call("terminate", {"status": status}, f"Finished with status {status}.", reserve=0)
     except _OutOfBudget as exhausted:
         stop = exhausted.stop
-    logger.info(
+    logger.debug(
         "agent=scripted episode=%s task=%s stop=%s items=%d chosen=%d calls=%d",
         request.episode_id,
         request.task_id,

@@ -65,3 +65,14 @@ def test_unknown_options_are_refused() -> None:
 def test_agent_output_defaults() -> None:
     out = AgentOutput(messages=[])
     assert out.stop == "terminated" and out.usage is None
+
+
+async def test_an_output_becomes_the_wire_trajectory() -> None:
+    request = AgentRequest(task_id="t-9", episode_id="ep-9", query="chili powder")
+    out = await load_agent("scripted")(request, no_tools)
+    trajectory = out.trajectory(request, "hk-1")
+    wire = trajectory.to_wire()
+    assert wire["schema"] == "arena.trajectory/1"
+    assert (wire["task_id"], wire["episode_id"], wire["miner_hotkey"]) == ("t-9", "ep-9", "hk-1")
+    assert len(wire["messages"]) == len(out.messages)
+    assert "usage" not in wire  # the scripted agent runs no model

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from arena.types import ToolResult
-from neurons.agents import AgentRequest
-from neurons.agents.llm import make_llm_agent, prompt_text
+from neurons.agents import AgentRequest, prompt_text
+from neurons.agents.llm import make_llm_agent
 from tests.neurons.chat_stub import ChatStub, Delay, reply_calls, reply_text, tool_call
 
 TOOLS = (
@@ -344,3 +344,11 @@ async def test_a_missing_usage_report_gives_no_usage() -> None:
             out = await agent(request(), FakeTools())
     assert out.usage is None
     assert out.stop == "terminated"
+
+
+async def test_a_call_slower_than_the_request_timeout_is_a_model_error_not_a_deadline() -> None:
+    script: list[dict[str, Any] | int | Delay] = [Delay(3.0, reply_text("late"))]
+    async with ChatStub(script) as stub:
+        async with make_llm_agent(stub.base_url, "m", request_timeout_s=0.3, max_retries=0) as agent:
+            out = await agent(request(deadline_s=30.0), FakeTools())
+    assert out.stop == "model_error"
