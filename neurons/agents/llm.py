@@ -42,6 +42,9 @@ class LLMOptions:
     max_tokens: int | None = None
     # "auto" lets the model choose; "required" or {"type": "function", ...} constrain it.
     tool_choice: str | dict[str, Any] = "auto"
+    # Used for the first model turn only (e.g. "find_product": the harness picks the first tool,
+    # the model still writes its arguments); None uses tool_choice throughout.
+    first_tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     seed: int | None = None
     nudges: int = 1
@@ -110,13 +113,13 @@ class LLMAgent:
     ) -> AgentStop:
         loop = asyncio.get_running_loop()
         nudges_left = self.options.nudges
-        for _ in range(request.max_steps):
+        for step in range(request.max_steps):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return "deadline"
             try:
                 async with asyncio.timeout(remaining):
-                    completion = await self._complete(request, episode.messages, remaining)
+                    completion = await self._complete(request, episode.messages, remaining, first=step == 0)
             except TimeoutError:
                 return "deadline"
             except openai.APITimeoutError:
@@ -170,7 +173,9 @@ class LLMAgent:
             return True
         return self.options.stop_after_recommend and tool == RECOMMEND and not result.error
 
-    async def _complete(self, request: AgentRequest, messages: list[Message], remaining: float) -> Any:
+    async def _complete(
+        self, request: AgentRequest, messages: list[Message], remaining: float, *, first: bool = False
+    ) -> Any:
         options = self.options
         kwargs: dict[str, Any] = {
             "model": options.model,
@@ -183,7 +188,8 @@ class LLMAgent:
             if options.schema_max_string is not None:
                 tools = constrain_tool_schemas(tools, options.schema_max_string)
             kwargs["tools"] = tools
-            kwargs["tool_choice"] = options.tool_choice
+            choice = options.first_tool_choice if first and options.first_tool_choice else options.tool_choice
+            kwargs["tool_choice"] = forced_choice(choice)
             if options.parallel_tool_calls is not None:
                 kwargs["parallel_tool_calls"] = options.parallel_tool_calls
         if options.max_tokens is not None:
@@ -213,6 +219,7 @@ def make_llm_agent(
     *,
     max_tokens: int | None = None,
     tool_choice: str | dict[str, Any] = "auto",
+    first_tool_choice: str | dict[str, Any] | None = None,
     parallel_tool_calls: bool | None = None,
     seed: int | None = None,
     nudges: int = 1,
@@ -233,7 +240,10 @@ def make_llm_agent(
         api_key: the API key ("none" for local servers).
         temperature: sampling temperature.
         max_tokens: cap on tokens per model turn (None: the server's default).
-        tool_choice: ``"auto"`` (the model decides), ``"required"``, or a forced function.
+        tool_choice: ``"auto"`` (the model decides), ``"required"``, ``"none"``, or a forced
+            function (a tool name or ``{"type": "function", "function": {"name": ...}}``).
+        first_tool_choice: a tool choice for the first model turn only (e.g. ``"find_product"``
+            for a model too small to start with a search); the model still writes the arguments.
         parallel_tool_calls: sent only when not None (some servers reject the field).
         seed: sampling seed, sent only when not None.
         nudges: how many times a text-only answer is followed by a reminder to call a tool.
@@ -263,6 +273,7 @@ def make_llm_agent(
         temperature=temperature,
         max_tokens=max_tokens,
         tool_choice=tool_choice,
+        first_tool_choice=first_tool_choice,
         parallel_tool_calls=parallel_tool_calls,
         seed=seed,
         nudges=max(0, nudges),
@@ -275,6 +286,13 @@ def make_llm_agent(
     )
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, http_client=http_client)
     return LLMAgent(client, options)
+
+
+def forced_choice(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    """Return an OpenAI ``tool_choice``: a bare tool name becomes a forced function."""
+    if isinstance(choice, str) and choice not in ("auto", "required", "none"):
+        return {"type": "function", "function": {"name": choice}}
+    return choice
 
 
 def assistant_message(message: Any, seen_ids: set[str]) -> Message:

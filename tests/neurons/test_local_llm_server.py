@@ -58,11 +58,11 @@ def test_model_path_says_how_to_install_when_missing(monkeypatch: pytest.MonkeyP
 def test_the_command_serves_the_model_with_function_calling_on_loopback(installed: Path) -> None:
     server = LocalLLM(port=18999, threads=2)
     command = server.command()
-    assert command[:3] == [sys.executable, "-m", "llama_cpp.server"]
+    assert command[:3] == [sys.executable, "-m", "neurons.local_llm_chat"]
     flags = dict(zip(command[3::2], command[4::2], strict=True))
     assert flags["--model"] == str(installed / "Model.Q4.gguf")
     assert flags["--host"] == "127.0.0.1" and flags["--port"] == "18999"
-    assert flags["--chat_format"] == "chatml-function-calling"
+    assert flags["--chat_format"] == "arena-tools"
     assert flags["--n_threads"] == "2"
     assert server.base_url == "http://127.0.0.1:18999/v1"
 
@@ -111,4 +111,4 @@ def test_agent_options_are_accepted_by_the_llm_agent() -> None:
     from neurons.agents.llm import make_llm_agent
 
     agent = make_llm_agent("http://127.0.0.1:9/v1", "m", **agent_options())
-    assert agent.options.tool_results_as_user and agent.options.schema_max_string
+    assert agent.options.tool_choice == "required" and agent.options.schema_max_string
