@@ -14,6 +14,7 @@ import asyncio
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,8 @@ def main() -> None:
         return
     queries, steps = (QUERIES[:2], 3) if args.quick else (QUERIES[: args.queries], args.steps)
     started = time.perf_counter()
-    with LocalLLM(threads=args.threads, log_path=ROOT / "bench" / "results" / "local_llm_server.log") as llm:
+    log_path = Path(tempfile.gettempdir()) / "arena-local-llm-bench.log"
+    with LocalLLM(threads=args.threads, log_path=log_path) as llm:
         startup = time.perf_counter() - started
         result = asyncio.run(run(queries, steps, llm))
     episodes = result["episodes"]
