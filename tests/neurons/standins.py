@@ -1,9 +1,4 @@
-"""What the wire tests run against: TaskRequests, a minimal tool server, tiny agents, loopback servers.
-
-The tool server here implements only the tool server's HTTP contract (``POST /v1/tools/{name}``
-with a bearer token and ``X-Arena-Call-Id``, answering ``{call_id, tool, content, error, seq}``),
-recording every call so tests can see what the miner sent.
-"""
+"""What the wire tests run against: TaskRequests, the real tool server and its episodes, tiny agents."""
 
 from __future__ import annotations
 
@@ -17,13 +12,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, Header, HTTPException, Request
+from fastapi import FastAPI
 
-from arena.types import FunctionCall, Message, ToolCall, Usage
+from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
+from arena.index import SearchIndex
+from arena.tools import ToolContext, tool_schemas
+from arena.toolserver import create_tool_app
+from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, Usage
 from neurons.agents import AgentOutput, AgentRequest, ToolCaller
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 
-TOKEN = "episode-token-1"
+TOKEN = "episode-token-1"  # for requests whose agent never calls a tool
 TOOLS: tuple[dict[str, Any], ...] = (
     {
         "type": "function",
@@ -50,7 +49,7 @@ def task_request(
         "protocol_version": PROTOCOL_VERSION,
         "episode_id": episode_id,
         "task_id": task_id,
-        "query": "a red kettle under 30 dollars",
+        "query": "running shoes for men",
         "tool_server_url": tool_server_url,
         "episode_token": TOKEN,
         "tools": TOOLS,
@@ -65,36 +64,39 @@ def task_request(
 
 
 @dataclass
-class ToolServer:
-    """A stand-in tool server: checks the bearer token, records calls, answers with a JSON string."""
+class ToolWorld:
+    """The real tool server (``arena.toolserver``) over the fixture catalog, with its episode registry."""
 
-    token: str = TOKEN
-    calls: list[dict[str, Any]] = field(default_factory=list)
+    index: SearchIndex
+    registry: EpisodeRegistry = field(default_factory=lambda: EpisodeRegistry(EpisodeTokens(b"s" * 32)))
 
     def app(self) -> FastAPI:
-        app = FastAPI()
+        return create_tool_app(ToolContext(index=self.index), registry=self.registry)
 
-        @app.post("/v1/tools/{name}")
-        async def call(
-            name: str,
-            request: Request,
-            authorization: str | None = Header(default=None),
-            x_arena_call_id: str | None = Header(default=None),
-        ) -> dict[str, Any]:
-            if authorization != f"Bearer {self.token}":
-                raise HTTPException(401, "bad token")
-            arguments = json.loads(await request.body())
-            self.calls.append({"tool": name, "arguments": arguments, "call_id": x_arena_call_id})
-            content = json.dumps([{"product_id": "p1", "title": f"result for {arguments.get('q')}"}])
-            return {
-                "call_id": x_arena_call_id,
-                "tool": name,
-                "content": content,
-                "error": False,
-                "seq": len(self.calls) - 1,
-            }
+    def request(
+        self,
+        miner_hotkey: str,
+        *,
+        tool_server_url: str,
+        server_calls: int = 20,
+        seconds: float = 30.0,
+        task_id: str = "t-1",
+        **changes: Any,
+    ) -> TaskRequest:
+        """Open an episode for ``miner_hotkey`` (the server allows ``server_calls``) and build its request."""
+        episode_id, token = self.registry.open_episode(task_id, miner_hotkey, Budgets(server_calls, seconds))
+        changes.setdefault("tools", tuple(tool_schemas()))
+        return task_request(
+            tool_server_url=tool_server_url,
+            seconds=seconds,
+            episode_id=episode_id,
+            task_id=task_id,
+            episode_token=token,
+            **changes,
+        )
 
-        return app
+    def log(self, episode_id: str) -> list[ToolLogEntry]:
+        return self.registry.log(episode_id)
 
 
 async def tool_agent(request: AgentRequest, call_tool: ToolCaller, *, calls: int = 1) -> AgentOutput:
@@ -105,7 +107,7 @@ async def tool_agent(request: AgentRequest, call_tool: ToolCaller, *, calls: int
     ]
     for step in range(calls):
         call_id = f"call_{step}"
-        arguments = {"q": request.query}
+        arguments: dict[str, Any] = {"q": request.query, "page": 1}
         messages.append(
             Message(
                 role="assistant",

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
+from arena.index import SearchIndex
 from neurons import miner as miner_process
 from neurons.client import MinerClient
 from neurons.config import MinerSettings
 from neurons.miner import WORKER_SETTINGS_ENV, build_app, serve_endpoint, worker_app
 from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.standins import ToolServer, free_socket, serve_app, task_request
+from tests.neurons.standins import ToolWorld, free_socket, serve_app
 
 
 def settings_for(net: LocalNet, name: str, **changes: Any) -> MinerSettings:
@@ -31,25 +32,34 @@ def settings_for(net: LocalNet, name: str, **changes: Any) -> MinerSettings:
     return MinerSettings(_env_file=None, **values)  # type: ignore[call-arg]
 
 
-async def test_served_miner_answers_a_validator_through_a_real_tool_server(net: LocalNet) -> None:
-    tools = ToolServer()
+async def test_scripted_miner_solves_a_task_through_the_real_tool_server(
+    net: LocalNet, fixture_index: SearchIndex
+) -> None:
+    world = ToolWorld(fixture_index)
     sock = free_socket()
-    settings = settings_for(net, "miner1", port=sock.getsockname()[1])
+    settings = settings_for(net, "miner1", port=sock.getsockname()[1], agent="scripted")
 
     await serve_endpoint(settings)
     snapshot = await net.chain("validator").snapshot()
     neuron = snapshot.by_hotkey(net.hotkey("miner1"))
     assert neuron is not None and neuron.endpoint == f"http://127.0.0.1:{settings.port}"
 
-    async with serve_app(tools.app()) as tools_url, serve_app(build_app(settings), sock):
+    async with serve_app(world.app()) as tools_url, serve_app(build_app(settings), sock):
+        request = world.request(neuron.hotkey, tool_server_url=tools_url, query="Nike running shoes for men")
         async with MinerClient(net.wallets["validator"]) as client:
-            request = task_request(tool_server_url=tools_url)
             reply = await client.query(neuron, request)
 
     assert reply.end == "completed", reply.detail
-    assert reply.trajectory is not None and reply.trajectory.miner_hotkey == net.hotkey("miner1")
-    assert [m.role for m in reply.trajectory.messages] == ["system", "user", "assistant", "tool", "assistant"]
-    assert tools.calls == [{"tool": "find_product", "arguments": {"q": request.query}, "call_id": "call_0"}]
+    trajectory = reply.trajectory
+    assert trajectory is not None and trajectory.miner_hotkey == net.hotkey("miner1")
+    # Every tool call the trajectory reports is in the tool server's own log, with the same result.
+    log = world.log(request.episode_id)
+    calls = trajectory.tool_calls()
+    assert [entry.call_id for entry in log] == [call.id for call in calls]
+    results = {m.tool_call_id: m.content for m in trajectory.messages if m.role == "tool"}
+    assert all(results[entry.call_id] == entry.result for entry in log)
+    assert [call.function.name for call in calls][-2:] == ["recommend_product", "terminate"]
+    assert "1001" in json.loads(calls[-2].function.arguments)["product_ids"]
 
 
 async def test_unregistered_miner_cannot_serve(net: LocalNet) -> None:

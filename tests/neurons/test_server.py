@@ -19,6 +19,8 @@ from bittensor import http_auth
 from fastapi import FastAPI
 from prometheus_client import REGISTRY
 
+from arena.index import SearchIndex
+from arena.types import ToolLogEntry
 from neurons.agents import Agent, AgentOutput, AgentRequest, ToolCaller
 from neurons.chain import make_nonce_store, verify_request
 from neurons.chaintypes import MetagraphSnapshot
@@ -26,7 +28,7 @@ from neurons.errors import ChainUnavailable
 from neurons.protocol import HEADER_NONCE, TASKS_PATH, TaskRequest, TaskResponse, response_binding
 from neurons.server import MetagraphCache, MinerAppConfig, create_miner_app
 from tests.neurons.conftest import FakeClock, LocalNet
-from tests.neurons.standins import ToolServer, task_request, tool_agent
+from tests.neurons.standins import ToolWorld, tool_agent
 
 TOOLS_URL = "http://tools.test"
 
@@ -37,7 +39,7 @@ class Rig:
 
     net: LocalNet
     http: httpx.AsyncClient
-    tools: ToolServer
+    world: ToolWorld
     fetches: list[int] = field(default_factory=list)
 
     def sign(
@@ -60,13 +62,20 @@ class Rig:
     async def post(self, body: bytes, headers: dict[str, str]) -> httpx.Response:
         return await self.http.post(TASKS_PATH, content=body, headers=headers)
 
+    def request(self, **changes: Any) -> TaskRequest:
+        """A request for miner1 with a fresh episode on the tool server."""
+        return self.world.request(self.net.hotkey("miner1"), tool_server_url=TOOLS_URL, **changes)
+
+    def log(self, request: TaskRequest) -> list[ToolLogEntry]:
+        return self.world.log(request.episode_id)
+
     async def ask(self, request: TaskRequest | None = None, **sign: Any) -> httpx.Response:
-        body = (request or task_request(tool_server_url=TOOLS_URL)).to_bytes()
+        body = (request or self.request()).to_bytes()
         return await self.post(body, self.sign(body, **sign))
 
 
 @pytest.fixture
-def start_miner(net: LocalNet, tmp_path: Path) -> Callable[..., Any]:
+def start_miner(net: LocalNet, tmp_path: Path, fixture_index: SearchIndex) -> Callable[..., Any]:
     @asynccontextmanager
     async def start(
         agent: Agent = tool_agent,
@@ -74,7 +83,7 @@ def start_miner(net: LocalNet, tmp_path: Path) -> Callable[..., Any]:
         **config: Any,
     ) -> AsyncIterator[Rig]:
         chain = net.chain("miner1")
-        tools = ToolServer()
+        world = ToolWorld(fixture_index)
         rig_fetches: list[int] = []
 
         async def counted() -> MetagraphSnapshot:
@@ -87,13 +96,13 @@ def start_miner(net: LocalNet, tmp_path: Path) -> Callable[..., Any]:
             metagraph=counted,
             nonce_store=make_nonce_store(tmp_path / "nonces.db"),
             config=MinerAppConfig(**config),
-            tool_transport=httpx.ASGITransport(app=tools.app()),
+            tool_transport=httpx.ASGITransport(app=world.app()),
             on_shutdown=chain.close,
         )
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://miner.test") as http:
-                yield Rig(net, http, tools, rig_fetches)
+                yield Rig(net, http, world, rig_fetches)
 
     return start
 
@@ -111,7 +120,7 @@ def tasks_counted(result: str) -> float:
 
 async def test_validator_request_runs_the_agent_and_gets_a_signed_answer(start_miner: Any) -> None:
     async with start_miner() as rig:
-        request = task_request(tool_server_url=TOOLS_URL)
+        request = rig.request()
         body = request.to_bytes()
         headers = rig.sign(body)
         answer = await rig.post(body, headers)
@@ -131,11 +140,10 @@ async def test_validator_request_runs_the_agent_and_gets_a_signed_answer(start_m
     trajectory = response.trajectory
     assert (trajectory.episode_id, trajectory.task_id) == (request.episode_id, request.task_id)
     assert trajectory.miner_hotkey == rig.net.hotkey("miner1")
+    (logged,) = rig.log(request)  # the tool server's own record of the call
+    assert (logged.tool, logged.call_id, logged.arguments["q"]) == ("find_product", "call_0", request.query)
     tool_message = next(m for m in trajectory.messages if m.role == "tool")
-    assert "result for a red kettle" in (tool_message.content or "")
-    assert rig.tools.calls == [
-        {"tool": "find_product", "arguments": {"q": request.query}, "call_id": "call_0"}
-    ]
+    assert tool_message.content == logged.result and "Running Shoes" in logged.result
     assert response.stop == "terminated"
 
 
@@ -165,10 +173,11 @@ async def test_auth_failures_are_refused_with_their_reason(
 
     before = auth_failures(reason)
     async with start_miner(agent=agent) as rig:
-        body = task_request(tool_server_url=TOOLS_URL).to_bytes()
+        request = rig.request()
+        body = request.to_bytes()
         headers = rig.sign(body)
         if fault == "tampered":
-            body = body.replace(b"kettle", b"kettles")
+            body = body.replace(b"for men", b"for kids")
         elif fault == "stale":
             headers = rig.sign(body, nonce_ns=time.time_ns() - 60 * 10**9)
         elif fault == "wrong_receiver":
@@ -186,18 +195,19 @@ async def test_auth_failures_are_refused_with_their_reason(
     assert answer.status_code == status
     assert answer.json()["reason"] == reason
     assert auth_failures(reason) == before + 1
-    assert not calls and not rig.tools.calls
+    assert not calls and not rig.log(request)
 
 
 async def test_replayed_request_is_refused(start_miner: Any) -> None:
     async with start_miner() as rig:
-        body = task_request(tool_server_url=TOOLS_URL).to_bytes()
+        request = rig.request()
+        body = request.to_bytes()
         headers = rig.sign(body)
         first = await rig.post(body, headers)
         again = await rig.post(body, headers)
     assert first.status_code == 200
     assert again.status_code == 401 and again.json()["reason"] == "replay"
-    assert len(rig.tools.calls) == 1
+    assert len(rig.log(request)) == 1
 
 
 async def test_validator_below_the_minimum_stake_is_refused(start_miner: Any) -> None:
@@ -269,13 +279,13 @@ async def test_a_newly_registered_validator_is_admitted_after_the_ttl(net: Local
 
 async def test_body_over_the_cap_is_refused_before_auth(start_miner: Any) -> None:
     async with start_miner(max_request_bytes=2048) as rig:
-        answer = await rig.ask(task_request(tool_server_url=TOOLS_URL, query="kettle " * 400))
+        answer = await rig.ask(rig.request(query="shoes " * 400))
     assert answer.status_code == 413 and answer.json()["reason"] == "too_large"
 
 
 async def test_deeply_nested_request_is_refused_before_parsing(start_miner: Any) -> None:
     async with start_miner(max_request_depth=16) as rig:
-        wire = json.loads(task_request(tool_server_url=TOOLS_URL).to_bytes())
+        wire = json.loads(rig.request().to_bytes())
         nested: Any = {}
         for _ in range(40):
             nested = {"x": nested}
@@ -294,14 +304,14 @@ async def test_signed_request_that_is_not_a_task_is_malformed(start_miner: Any) 
 
 async def test_other_protocol_version_is_refused(start_miner: Any) -> None:
     async with start_miner() as rig:
-        answer = await rig.ask(task_request(tool_server_url=TOOLS_URL, protocol_version=99))
+        answer = await rig.ask(rig.request(protocol_version=99))
     assert answer.status_code == 400 and answer.json()["reason"] == "protocol_version"
 
 
 async def test_request_past_its_deadline_is_refused(start_miner: Any) -> None:
     past = datetime.now(UTC) - timedelta(seconds=1)
     async with start_miner() as rig:
-        answer = await rig.ask(task_request(tool_server_url=TOOLS_URL, deadline=past))
+        answer = await rig.ask(rig.request(deadline=past))
     assert answer.status_code == 400 and answer.json()["reason"] == "deadline_passed"
 
 
@@ -340,7 +350,7 @@ async def test_agent_that_ignores_the_deadline_is_stopped(start_miner: Any) -> N
 
     async with start_miner(agent=dawdler, deadline_margin=0.5) as rig:
         started = time.monotonic()
-        answer = await rig.ask(task_request(tool_server_url=TOOLS_URL, seconds=2.0))
+        answer = await rig.ask(rig.request(seconds=2.0))
         elapsed = time.monotonic() - started
     assert answer.status_code == 504 and answer.json()["reason"] == "agent_timeout"
     assert 1.0 < seen[0] <= 1.5  # the agent is told the time it has, less the margin
@@ -349,17 +359,16 @@ async def test_agent_that_ignores_the_deadline_is_stopped(start_miner: Any) -> N
 
 async def test_answer_over_the_response_cap_is_not_sent(start_miner: Any) -> None:
     async with start_miner(agent=functools.partial(tool_agent, calls=20)) as rig:
-        answer = await rig.ask(
-            task_request(tool_server_url=TOOLS_URL, max_response_bytes=2048, max_tool_calls=50)
-        )
+        answer = await rig.ask(rig.request(max_response_bytes=2048, max_tool_calls=50))
     assert answer.status_code == 500 and answer.json()["reason"] == "too_large"
 
 
 async def test_tool_calls_beyond_the_budget_are_not_sent(start_miner: Any) -> None:
     async with start_miner(agent=functools.partial(tool_agent, calls=4)) as rig:
-        answer = await rig.ask(task_request(tool_server_url=TOOLS_URL, max_tool_calls=2))
+        request = rig.request(max_tool_calls=2, server_calls=10)  # the miner stops first
+        answer = await rig.ask(request)
     assert answer.status_code == 200
-    assert len(rig.tools.calls) == 2
+    assert len(rig.log(request)) == 2
     contents = [
         m.content
         for m in TaskResponse.model_validate_json(answer.content).trajectory.messages
@@ -380,7 +389,7 @@ async def test_miner_at_its_task_limit_answers_busy(start_miner: Any) -> None:
     async with start_miner(agent=waiting, max_concurrent_tasks=1) as rig:
         first = asyncio.create_task(rig.ask())
         await entered.wait()
-        second = await rig.ask(task_request(tool_server_url=TOOLS_URL, episode_id="ep-2"))
+        second = await rig.ask(rig.request())
         release.set()
         assert (await first).status_code == 200
     assert second.status_code == 503 and second.json()["reason"] == "busy"
