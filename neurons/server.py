@@ -298,7 +298,7 @@ async def _handle_task(miner: _Miner, request: Request) -> Response:
     metrics.MINER_TASKS.labels("completed").inc()
     metrics.MINER_TASK_DURATION.observe(time.monotonic() - received)
     logger.info(
-        "task_done episode=%s steps=%d stop=%s seconds=%.2f",
+        "task_done episode=%s messages=%d stop=%s seconds=%.2f",
         task.episode_id,
         len(output.messages),
         output.stop,
