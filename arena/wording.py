@@ -1,0 +1,128 @@
+"""Text normalisation of task wording: normalised queries, tokens, and content shingles for near-duplicates.
+
+Two uses share these rules so they agree: the leak-cluster and audit rules (same normalised
+query; near-duplicate wording), and the mention check (does the query name a constraint).
+Content shingles drop what every query says (openers, connectors, price words, units, the
+voucher rule block) so that two queries only look alike when their *content* is alike.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from arena.phrasing import SERVICE_SYNONYMS
+
+_NON_WORD = re.compile(r"[^0-9a-z.]+")
+_THOUSANDS = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
+_NUMBER_DOT = re.compile(r"(?<![0-9])\.|\.(?![0-9])")
+
+# Function words and the vocabulary of the query templates (ours and ShoppingBench's):
+# they carry no content, so two queries never look alike because of them.
+BOILERPLATE: frozenset[str] = frozenset(
+    """
+    a an the and or but of for with without in on at to from by as is are be been was it its this that
+    these those there here which who whose what where when while than then so such some any each every
+    both either all also too very just only really please kindly can could would should will shall may
+    might must do does did i im i'm me my mine we our you your u they them their one ones item items
+    product products thing things something stuff option options choice choices
+    looking look find finding show showing need needs needed want wanted wanting help search searching
+    get buy buying purchase purchasing order ordering recommend suggest see check hunting hunt seeking
+    seek like love prefer preferably preferred ideally pick picking got have has had give list lists
+    available availability offer offers offering offered sell sells selling sold sale
+    price priced pricing cost costs costing costly pay paying paid spend spending budget
+    under over above below between less more least most max maximum min minimum up within around about
+    cheaper pricier exceed exceeding exceeds not no greater higher lower range ranging upto
+    peso pesos php ₱ phil philippine
+    also plus additionally another other first second third fourth lastly finally next
+    shop shops store stores seller sellers same single one two three four
+    """.split()
+)
+
+# Phrases whose words are content on their own but that templates use as connective tissue.
+_STEM_EXCEPTIONS = frozenset({"ss", "us", "is", "as", "yes", "plus", "glass", "gas", "bus", "series", "news"})
+
+
+def normalise_text(text: str) -> str:
+    """Lower-case, NFKC-fold and collapse ``text`` to words and numbers separated by single spaces.
+
+    Dots survive only inside numbers (``6.7`` stays, ``end.`` loses its dot), so prices and
+    sizes keep their value while sentence punctuation disappears.
+    """
+    folded = _THOUSANDS.sub("", unicodedata.normalize("NFKC", text).casefold())
+    spaced = _NON_WORD.sub(" ", folded)
+    return " ".join(_NUMBER_DOT.sub(" ", spaced).split())
+
+
+def normalise_query(query: str) -> str:
+    """Return the normalised form of a query used by the same-query rule (words, numbers, one space)."""
+    return normalise_text(query)
+
+
+def stem(token: str) -> str:
+    """Strip a plural ending, cheaply (``shirts`` -> ``shirt``, ``boxes`` -> ``box``); numbers untouched."""
+    if len(token) <= 3 or token in _STEM_EXCEPTIONS or token[0].isdigit():
+        return token
+    if token.endswith("ies") and len(token) > 4:
+        return token[:-3] + "y"
+    if token.endswith(("ches", "shes", "xes", "sses", "zes")):
+        return token[:-2]
+    if token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def tokens(text: str) -> list[str]:
+    """Return the stemmed tokens of ``text`` after normalisation."""
+    return [stem(t) for t in normalise_text(text).split()]
+
+
+def canonical_services(text: str) -> str:
+    """Replace every service phrase (``LazMall``, ``cash on delivery``...) by one canonical token.
+
+    A paraphrase that swaps "free delivery" for "ships free" then still shares that token.
+    """
+    normalised = f" {normalise_text(text)} "
+    for service, phrases in SERVICE_SYNONYMS.items():
+        token = f" svc{service.lower()} "
+        for phrase in sorted(phrases, key=len, reverse=True):
+            normalised = normalised.replace(f" {normalise_text(phrase)} ", token)
+    return normalised.strip()
+
+
+def strip_voucher_block(query: str) -> str:
+    """Drop the paragraphs that state the budget and voucher rules (identical boilerplate across tasks)."""
+    paragraphs = [p for p in re.split(r"\n\s*\n", query) if p.strip()]
+    kept = [p for p in paragraphs if "voucher" not in p.casefold() and "budget" not in p.casefold()]
+    return "\n\n".join(kept) if kept else query
+
+
+def content_tokens(query: str) -> list[str]:
+    """Return the content tokens of a query: voucher block, boilerplate and punctuation removed, stemmed."""
+    text = canonical_services(strip_voucher_block(query))
+    out: list[str] = []
+    for raw in text.split():
+        token = stem(raw)
+        if token in BOILERPLATE or raw in BOILERPLATE:
+            continue
+        out.append(token)
+    return out
+
+
+def shingles(query: str) -> set[str]:
+    """Return the near-duplicate shingles of a query: content unigrams plus adjacent content bigrams.
+
+    Unigrams make the set robust to clause reordering; bigrams keep "red cotton" apart from
+    "cotton red"-free queries that merely share vocabulary.
+    """
+    words = content_tokens(query)
+    grams = set(words)
+    grams.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
+    return grams
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Return the Jaccard similarity of two shingle sets (0 when both are empty)."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
