@@ -91,7 +91,7 @@ def constraint_spec(task: Task) -> str:
     """Return the canonical constraint spec of a task, product ids removed (the ``spec`` rule's key)."""
     items: list[str] = []
     for item in task.gold:
-        spec: dict[str, Any] = item.model_dump(mode="json", exclude={"product_id"})
+        spec: dict[str, Any] = item.model_dump(mode="json", exclude={"product_id", "product"})
         spec["titles"] = sorted(normalise_text(t) for t in item.titles)
         spec["service"] = sorted(item.service)
         items.append(canonical_json(spec))

@@ -34,7 +34,9 @@ from arena import templates
 from arena.difficulty import with_difficulty
 from arena.errors import InvalidTask
 from arena.mention import missing_mentions
+from arena.index import SearchIndex
 from arena.sampling import sample_item, sample_voucher
+from arena.search import find_products
 from arena.solvability import task_problems
 from arena.types import GoldItem, Intent, Product, Task
 
@@ -145,6 +147,31 @@ class _Run:
                 start -= 1
             else:
                 end += 1
+
+
+def price_filter(item: GoldItem) -> tuple[float | None, float | None]:
+    """Return the ``find_product`` price filter an agent would set from the item's price constraint."""
+    if not item.price:
+        return (None, None)
+    price = item.price[0]
+    return (price.low if price.mode != "less than" else None, price.high if price.mode != "greater than" else None)
+
+
+def make_finder(index: SearchIndex, *, pages: int = 1) -> Finder:
+    """Build the findability check on a real index: the product ids on ``find_product``'s first pages.
+
+    The search is the item's name with the filters an agent would read off the query (price
+    bounds and services), exactly as the ``find_product`` tool runs it.
+    """
+
+    def find(name: str, item: GoldItem) -> list[str]:
+        ids: list[str] = []
+        for page in range(1, pages + 1):
+            hits = find_products(index, q=name, page=page, price=price_filter(item), service=item.service)
+            ids += [str(hit["product_id"]) for hit in hits]
+        return ids
+
+    return find
 
 
 def _basket(run: _Run, intent: Intent) -> tuple[list[Product], VoucherType] | None:

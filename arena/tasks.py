@@ -31,11 +31,12 @@ MAX_REPORTED_BAD_ROWS = 1000
 
 @dataclass
 class TaskLoadReport:
-    """Totals of a task-file load: rows read, tasks accepted, bad rows (the first N kept)."""
+    """Totals of a task-file load: rows read, tasks accepted, bad rows (the first N kept), duplicates dropped."""
 
     rows: int = 0
     tasks: int = 0
     bad: int = 0
+    duplicates: int = 0
     bad_rows: list[BadRow] = field(default_factory=list)
 
     def reject(self, row: BadRow) -> None:

@@ -103,7 +103,7 @@ def content_tokens(query: str) -> list[str]:
     out: list[str] = []
     for raw in text.split():
         token = stem(raw)
-        if token in BOILERPLATE or raw in BOILERPLATE:
+        if token in BOILERPLATE or raw in BOILERPLATE or (len(raw) == 1 and raw.isalpha()):
             continue
         out.append(token)
     return out

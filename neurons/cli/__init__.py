@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from neurons.cli.tasks import app as tasks_app
+
 app = typer.Typer(
     name="arena",
     help="Shopping Arena: a Bittensor subnet that judges shopping agents and curates their traces.",
@@ -11,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(tasks_app, name="tasks")
 
 
 def main() -> None:
@@ -27,3 +30,4 @@ def version() -> None:
     from importlib.metadata import version as package_version
 
     typer.echo(package_version("shopping-arena"))
+
