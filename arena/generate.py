@@ -154,7 +154,10 @@ def price_filter(item: GoldItem) -> tuple[float | None, float | None]:
     if not item.price:
         return (None, None)
     price = item.price[0]
-    return (price.low if price.mode != "less than" else None, price.high if price.mode != "greater than" else None)
+    return (
+        price.low if price.mode != "less than" else None,
+        price.high if price.mode != "greater than" else None,
+    )
 
 
 def make_finder(index: SearchIndex, *, pages: int = 1) -> Finder:

@@ -61,7 +61,11 @@ def iter_shoppingbench(
 
 
 def import_tasks(
-    fmt: Format, paths: Sequence[Path | str], report: TaskLoadReport | None = None, *, intent: Intent | None = None
+    fmt: Format,
+    paths: Sequence[Path | str],
+    report: TaskLoadReport | None = None,
+    *,
+    intent: Intent | None = None,
 ) -> list[Task]:
     """Import tasks from ShoppingBench or ORO files, dropping repeated tasks (same content, same id).
 

@@ -18,7 +18,7 @@ Rules (all on normalised, plural-stripped tokens, so case, punctuation and "1,00
 
 from __future__ import annotations
 
-from arena.phrasing import PRICE_DIRECTION_WORDS, SERVICE_SYNONYMS, VOUCHER_SCOPE_WORDS, number_text
+from arena.phrasing import PRICE_DIRECTION_PHRASES, SERVICE_SYNONYMS, VOUCHER_SCOPE_WORDS, number_text
 from arena.templates import title_words
 from arena.types import GoldItem, Task
 from arena.wording import normalise_text, stem, tokens
@@ -53,7 +53,7 @@ class _Text:
 def _item_missing(item: GoldItem, text: _Text, label: str) -> list[str]:
     missing: list[str] = []
     for title in item.titles[:1]:
-        words = {stem(w) for w in title_words(title)}
+        words = set(tokens(" ".join(title_words(title))))
         needed = min(2, len(words))
         if len(words & text.stemmed) < needed:
             missing.append(f"{label}title words of {title!r}")
@@ -74,7 +74,7 @@ def _item_missing(item: GoldItem, text: _Text, label: str) -> list[str]:
         bounds = [b for b in wanted[price.mode] if b is not None]
         if not all(text.has_number(b) for b in bounds):
             missing.append(f"{label}price {price.mode} bound")
-        if not (PRICE_DIRECTION_WORDS[price.mode] & text.raw):
+        if not any(text.has_phrase(p) for p in PRICE_DIRECTION_PHRASES[price.mode]):
             missing.append(f"{label}price direction {price.mode!r}")
     return missing
 

@@ -32,7 +32,12 @@ CATEGORY_INTENTS: dict[str, Intent] = {
     "voucher": "voucher",
     "knowledge": "knowledge",
 }
-INTENT_CATEGORIES: dict[Intent, str] = {"product": "Product", "shop": "Shop", "voucher": "Voucher", "knowledge": "Knowledge"}
+INTENT_CATEGORIES: dict[Intent, str] = {
+    "product": "Product",
+    "shop": "Shop",
+    "voucher": "Voucher",
+    "knowledge": "Knowledge",
+}
 ROW_KEYS = ("query", "reward", "voucher", "Knowledge_Attribute")
 DIFFICULTIES: tuple[str, ...] = get_args(Difficulty)
 
@@ -88,7 +93,9 @@ def iter_oro(paths: Iterable[Path | str], report: TaskLoadReport | None = None) 
 def problem_from_task(task: Task, *, title: str) -> dict[str, Any]:
     """Convert a Task into an ORO problem (ShoppingBench row plus category, difficulty, title)."""
     problem = task_to_row(task)
-    problem.update({"category": INTENT_CATEGORIES[task.intent], "difficulty": task.difficulty, "title": title})
+    problem.update(
+        {"category": INTENT_CATEGORIES[task.intent], "difficulty": task.difficulty, "title": title}
+    )
     return problem
 
 

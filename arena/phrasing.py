@@ -60,15 +60,39 @@ PRICE_STATEMENTS: dict[str, tuple[str, ...]] = {
     "between": ("the price should be between {low} and {high} {cur}", "it should cost {low} to {high} {cur}"),
 }
 
-# Direction words the mention check accepts for a price bound (normalised tokens).
-PRICE_DIRECTION_WORDS: dict[str, frozenset[str]] = {
-    "less than": frozenset(
-        "under below less most max maximum within cheaper lower up upto beneath exceed exceeding".split()
+# Phrases the mention check accepts as giving a price bound's direction (matched as whole words).
+PRICE_DIRECTION_PHRASES: dict[str, tuple[str, ...]] = {
+    "less than": (
+        "under",
+        "below",
+        "less",
+        "at most",
+        "max",
+        "maximum",
+        "within",
+        "cheaper",
+        "lower",
+        "up to",
+        "beneath",
+        "no more than",
+        "not more than",
+        "not exceeding",
+        "not exceed",
     ),
-    "greater than": frozenset(
-        "over above more least min minimum greater higher exceeding exceed upward".split()
+    "greater than": (
+        "over",
+        "above",
+        "more than",
+        "at least",
+        "min",
+        "minimum",
+        "greater",
+        "higher",
+        "exceeding",
+        "upwards",
+        "starting",
     ),
-    "between": frozenset("between from to range ranging".split()),
+    "between": ("between", "from", "to", "range", "ranging"),
 }
 
 SKU_MODIFIERS: tuple[str, ...] = ("in {key} {value}", "with {key} {value}", "in the {value} {key} option")

@@ -30,4 +30,3 @@ def version() -> None:
     from importlib.metadata import version as package_version
 
     typer.echo(package_version("shopping-arena"))
-

@@ -25,7 +25,9 @@ from arena.rotation import draw_round, retire
 from arena.tasks import TaskLoadReport, iter_tasks, save_tasks
 from arena.types import POOLS, Intent, Pool, Task
 
-app = typer.Typer(help="Shopping tasks: import, generate, leak clusters, pools, rotation, audit.", no_args_is_help=True)
+app = typer.Typer(
+    help="Shopping tasks: import, generate, leak clusters, pools, rotation, audit.", no_args_is_help=True
+)
 err = Console(stderr=True)
 
 SECRET_ENV = "ARENA_ROUND_SECRET"
@@ -85,7 +87,12 @@ def import_command(
         save_tasks(clustered, out)
     except ArenaError as exc:
         _fail(str(exc))
-    summary = {"tasks": len(clustered), "rows": report.rows, "bad": report.bad, "duplicates": report.duplicates}
+    summary = {
+        "tasks": len(clustered),
+        "rows": report.rows,
+        "bad": report.bad,
+        "duplicates": report.duplicates,
+    }
     summary["clusters"] = clusters.clusters
     lines = [f"imported {len(clustered)} tasks ({report.bad} bad rows) into {out}", *_bad_rows(report)]
     _emit({**summary, "bad_rows": [str(r) for r in report.bad_rows]}, as_json, lines)
@@ -106,9 +113,15 @@ def generate_command(
     out: Annotated[Path, typer.Option("--out", help="Task file to write.")],
     seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same tasks).")] = 0,
     intents: Annotated[str, typer.Option("--intents", help="Comma-separated intents.")] = ",".join(INTENTS),
-    avoid: Annotated[list[Path], typer.Option("--avoid", help="Task files whose gold products to avoid.")] = [],  # noqa: B006
-    findable: Annotated[bool, typer.Option(help="Require each gold item on page 1 of a search for its name.")] = True,
-    paraphrase_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL for paraphrases.")] = None,
+    avoid: Annotated[
+        list[Path], typer.Option("--avoid", help="Task files whose gold products to avoid.")
+    ] = [],  # noqa: B006
+    findable: Annotated[
+        bool, typer.Option(help="Require each gold item on page 1 of a search for its name.")
+    ] = True,
+    paraphrase_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL for paraphrases.")
+    ] = None,
     paraphrase_model: Annotated[str | None, typer.Option(help="Model name for paraphrases.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
@@ -150,7 +163,12 @@ def generate_command(
         _fail(str(exc))
     finally:
         index.close()
-    data = {**asdict(report), "rejected": dict(report.rejected), "clusters": clusters.clusters, "out": str(out)}
+    data = {
+        **asdict(report),
+        "rejected": dict(report.rejected),
+        "clusters": clusters.clusters,
+        "out": str(out),
+    }
     lines = [f"generated {report.tasks} tasks in {report.seconds:.1f}s ({report.draws} draws) into {out}"]
     _emit(data, as_json, lines)
     if report.tasks < n:
@@ -161,7 +179,9 @@ def generate_command(
 def cluster_command(
     files: Annotated[list[Path], typer.Argument(help="Task files, clustered together.")],
     out: Annotated[Path, typer.Option("--out", help="Task file to write.")],
-    near_dup: Annotated[float, typer.Option(help="Jaccard of content shingles that links.")] = NEAR_DUP_THRESHOLD,
+    near_dup: Annotated[
+        float, typer.Option(help="Jaccard of content shingles that links.")
+    ] = NEAR_DUP_THRESHOLD,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Assign leak clusters over all the tasks given, then put each mixed-pool cluster in its safest pool.
@@ -172,7 +192,9 @@ def cluster_command(
     clustered, report = cluster_tasks(tasks, near_dup_threshold=near_dup)
     reconciled, moved = reconcile_pools(clustered)
     save_tasks(reconciled, out)
-    lines = [f"{report.tasks} tasks in {report.clusters} clusters (largest {report.largest}); links {report.links}"]
+    lines = [
+        f"{report.tasks} tasks in {report.clusters} clusters (largest {report.largest}); links {report.links}"
+    ]
     lines += [f"cluster {c} moved wholly to {p}" for c, p in moved.items()]
     _emit({**asdict(report), "reconciled": moved}, as_json, lines)
 
@@ -208,7 +230,9 @@ def assign_pools_command(
 
 def _audit_lines(report: AuditReport) -> list[str]:
     lines = [f"audit {'ok' if report.ok else 'FAILED'}: {report.tasks} tasks, pools {report.pools}"]
-    lines += [f"violation {f.rule}: {f.detail} {list(f.task_ids)} {list(f.pools)}" for f in report.violations[:50]]
+    lines += [
+        f"violation {f.rule}: {f.detail} {list(f.task_ids)} {list(f.pools)}" for f in report.violations[:50]
+    ]
     lines += [f"near miss: {f.detail} {list(f.task_ids)} {list(f.pools)}" for f in report.near_misses[:20]]
     lines.append(f"{report.violation_count} violations, {report.near_miss_count} near misses")
     return lines
@@ -217,8 +241,12 @@ def _audit_lines(report: AuditReport) -> list[str]:
 @app.command("audit")
 def audit_command(
     files: Annotated[list[Path], typer.Argument(help="Task files (every pool, together).")],
-    near_dup: Annotated[float, typer.Option(help="Cross-pool Jaccard that fails.")] = AUDIT_NEAR_DUP_THRESHOLD,
-    near_miss: Annotated[float, typer.Option(help="Cross-pool Jaccard reported as a near miss.")] = NEAR_MISS_THRESHOLD,
+    near_dup: Annotated[
+        float, typer.Option(help="Cross-pool Jaccard that fails.")
+    ] = AUDIT_NEAR_DUP_THRESHOLD,
+    near_miss: Annotated[
+        float, typer.Option(help="Cross-pool Jaccard reported as a near miss.")
+    ] = NEAR_MISS_THRESHOLD,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Check that no pool leaks into another; exit 1 on any violation.
@@ -251,7 +279,9 @@ def draw_command(
     Example: ARENA_ROUND_SECRET=... arena tasks draw tasks.jsonl --round 12 --n 8
     """
     drawn = draw_round(_load_all([file])[0], secret=_secret(), round_number=round_number, n=n)
-    _emit({"round": round_number, "task_ids": [t.task_id for t in drawn]}, as_json, [t.task_id for t in drawn])
+    _emit(
+        {"round": round_number, "task_ids": [t.task_id for t in drawn]}, as_json, [t.task_id for t in drawn]
+    )
 
 
 @app.command("retire")
@@ -283,7 +313,9 @@ def export_command(
     if fmt not in FORMATS or any(p not in POOLS for p in pool):
         _fail(f"--format must be one of {', '.join(FORMATS)} and --pool one of {', '.join(POOLS)}")
     try:
-        count, report = export_tasks(_load_all([file])[0], cast(Format, fmt), out, pools=cast(list[Pool], pool))
+        count, report = export_tasks(
+            _load_all([file])[0], cast(Format, fmt), out, pools=cast(list[Pool], pool)
+        )
     except ArenaError as exc:
         _fail(str(exc))
     if not report.ok:
