@@ -33,8 +33,8 @@ from typing import Literal, Protocol
 from arena import templates
 from arena.difficulty import with_difficulty
 from arena.errors import InvalidTask
-from arena.mention import missing_mentions
 from arena.index import SearchIndex
+from arena.mention import missing_mentions
 from arena.sampling import sample_item, sample_voucher
 from arena.search import find_products
 from arena.solvability import task_problems

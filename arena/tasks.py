@@ -31,7 +31,7 @@ MAX_REPORTED_BAD_ROWS = 1000
 
 @dataclass
 class TaskLoadReport:
-    """Totals of a task-file load: rows read, tasks accepted, bad rows (the first N kept), duplicates dropped."""
+    """Totals of a load: rows read, tasks accepted, bad rows (the first N kept), duplicates dropped."""
 
     rows: int = 0
     tasks: int = 0

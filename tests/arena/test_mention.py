@@ -68,8 +68,8 @@ def test_voucher_numbers_and_scope_are_required() -> None:
     voucher = Voucher(voucher_type="shop", threshold=500, discount_type="percentage", discount=0.2, cap=150)
     gold = (SECOND,)
     good = (
-        "Adidas ultraboost sneakers on flash sale. My budget is 900. The voucher only works in the same shop, "
-        "needs 500 spent, and gives 20% off up to 150."
+        "Adidas ultraboost sneakers on flash sale. My budget is 900. "
+        "The voucher only works in the same shop, needs 500 spent, and gives 20% off up to 150."
     )
     assert missing_mentions(Task(intent="voucher", query=good, gold=gold, voucher=voucher, budget=900)) == []
     bad = good.replace("the same shop", "any shop").replace("up to 150", "")
