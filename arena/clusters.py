@@ -36,6 +36,9 @@ logger = logging.getLogger(__name__)
 Rule = Literal["gold", "query", "spec", "near_dup"]
 RULES: tuple[Rule, ...] = ("gold", "query", "spec", "near_dup")
 NEAR_DUP_THRESHOLD = 0.5
+# The audit's looser threshold: pool moves keep near-duplicates at this level in one pool too.
+AUDIT_NEAR_DUP_THRESHOLD = 0.4
+NEAR_MISS_THRESHOLD = 0.3
 NUM_PERM = 128
 _LSH_MARGIN = 0.1
 
@@ -106,6 +109,18 @@ def constraint_spec(task: Task) -> str:
     )
 
 
+def schema_words(task: Task) -> list[str]:
+    """Return the attribute and sku key names of a task's gold items, as words ("phone_case_type" too)."""
+    keys = {k for item in task.gold for variant in item.sku_options for k in variant}
+    keys |= {k for item in task.gold for attr in item.attributes for k in attr}
+    return sorted(w for k in keys for w in (k, k.replace("_", " ")))
+
+
+def task_shingles(task: Task) -> set[str]:
+    """Return a task's near-duplicate shingles: its query's content shingles minus its own key names."""
+    return shingles(task.query, schema_words=schema_words(task))
+
+
 def _key_links(keys: Iterator[tuple[int, str]], rule: Rule) -> Iterator[Link]:
     first: dict[str, int] = {}
     for index, key in keys:
@@ -130,7 +145,7 @@ def near_duplicate_links(
     MinHash LSH proposes candidates (at a slightly lower threshold, for recall); the exact
     Jaccard of the shingle sets confirms each pair.
     """
-    grams = [shingles(t.query) for t in tasks]
+    grams = [task_shingles(t) for t in tasks]
     hashes = minhashes(grams, num_perm)
     lsh_by_intent: dict[str, MinHashLSH] = {}
     links: list[Link] = []

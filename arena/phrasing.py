@@ -216,3 +216,32 @@ def number_text(value: float) -> str:
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def template_texts() -> list[str]:
+    """Return every template string of the word banks (their words are boilerplate to the near-dup rule)."""
+    texts: list[str] = []
+    for bank in (SERVICE_MODIFIERS, SERVICE_STATEMENTS, PRICE_MODIFIERS, PRICE_STATEMENTS, VOUCHER_SCOPE):
+        for entries in bank.values():
+            texts.extend(entries)
+    for entries in (
+        CURRENCY,
+        SKU_MODIFIERS,
+        SKU_COLOUR_MODIFIERS,
+        SKU_STATEMENTS,
+        ATTRIBUTE_MODIFIERS,
+        ATTRIBUTE_STATEMENTS,
+        PRODUCT_OPENERS,
+        PRODUCT_CLOSINGS,
+        STATEMENT_LEADS,
+        SHOP_OPENERS,
+        SHOP_CLOSINGS,
+        MULTI_OPENERS,
+        ORDINALS,
+        BUDGET_LEADS,
+        VOUCHER_THRESHOLD,
+        VOUCHER_FIXED,
+        VOUCHER_PERCENTAGE,
+    ):
+        texts.extend(entries)
+    return texts

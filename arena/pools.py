@@ -8,10 +8,16 @@
 Moves only go one way: held_out -> practice / never_touch / retired; practice and never_touch
 -> retired; nothing leaves retired. A task without a leak cluster is its own cluster.
 
-When clustering merges tasks of different pools into one cluster, ``reconcile_pools`` puts
-the whole cluster in one pool, the safest: any retired member, or practice (public) members
-mixed with held_out / never_touch ones, make the cluster retired (its answers are out);
-never_touch mixed with held_out makes it never_touch (the reserve wins over serving).
+Automatic moves (``assign_pools``, ``reconcile_pools``, and ``arena.rotation.retire``) move
+*pool groups*: a leak cluster together with every cluster that near-duplicates it at the
+audit's looser threshold (0.4, ``arena.clusters.AUDIT_NEAR_DUP_THRESHOLD``). So they never
+leave a pair that the audit would flag in two pools. ``move_clusters`` moves exactly the
+clusters it is given (an operator's explicit choice; the audit checks the result).
+
+When clustering merges tasks of different pools into one group, ``reconcile_pools`` puts the
+whole group in one pool, the safest: any retired member, or practice (public) members mixed
+with held_out / never_touch ones, make it retired (its answers are out); never_touch mixed
+with held_out makes it never_touch (the reserve wins over serving).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, UnionFind, near_duplicate_links
 from arena.errors import InvalidTask
 from arena.types import Pool, Task
 
@@ -47,6 +54,25 @@ def clusters_of(tasks: Sequence[Task]) -> dict[str, list[int]]:
     return dict(groups)
 
 
+def pool_groups(
+    tasks: Sequence[Task], *, near_dup_threshold: float = AUDIT_NEAR_DUP_THRESHOLD
+) -> dict[str, list[int]]:
+    """Group task positions into pool groups: leak clusters joined by near-duplicate links at the threshold.
+
+    Each group is keyed by the smallest cluster key among its members.
+    """
+    sets = UnionFind(len(tasks))
+    for members in clusters_of(tasks).values():
+        for i in members[1:]:
+            sets.union(members[0], i)
+    for link in near_duplicate_links(tasks, near_dup_threshold):
+        sets.union(link.a, link.b)
+    roots: dict[int, list[int]] = defaultdict(list)
+    for index in range(len(tasks)):
+        roots[sets.find(index)].append(index)
+    return {min(cluster_key(tasks[i]) for i in members): members for members in roots.values()}
+
+
 def merged_pool(pools: Iterable[Pool]) -> Pool:
     """Return the one pool a cluster whose members sit in ``pools`` must take (see the module docstring)."""
     present = set(pools)
@@ -57,11 +83,18 @@ def merged_pool(pools: Iterable[Pool]) -> Pool:
     return "never_touch"
 
 
-def reconcile_pools(tasks: Sequence[Task]) -> tuple[list[Task], dict[str, Pool]]:
-    """Put every mixed-pool cluster wholly into its safest pool; return the tasks and the clusters moved."""
+def reconcile_pools(
+    tasks: Sequence[Task], *, groups: dict[str, list[int]] | None = None
+) -> tuple[list[Task], dict[str, Pool]]:
+    """Put every mixed-pool group wholly into its safest pool; return the tasks and the groups moved.
+
+    Args:
+        tasks: the tasks.
+        groups: precomputed ``pool_groups(tasks)`` (computed when absent).
+    """
     out = list(tasks)
     moved: dict[str, Pool] = {}
-    for cluster, members in clusters_of(tasks).items():
+    for cluster, members in (groups if groups is not None else pool_groups(tasks)).items():
         pools = {tasks[i].pool for i in members}
         if len(pools) == 1:
             continue
@@ -69,7 +102,7 @@ def reconcile_pools(tasks: Sequence[Task]) -> tuple[list[Task], dict[str, Pool]]
         moved[cluster] = pool
         for i in members:
             out[i] = tasks[i].model_copy(update={"pool": pool})
-        logger.info("pool_reconciled cluster=%s pools=%s pool=%s", cluster, ",".join(sorted(pools)), pool)
+        logger.info("pool_reconciled group=%s pools=%s pool=%s", cluster, ",".join(sorted(pools)), pool)
     return out, moved
 
 
@@ -105,11 +138,11 @@ def _draw_order(cluster: str, seed: str) -> str:
 def assign_pools(
     tasks: Sequence[Task], *, practice: float = 0.0, never_touch: float = 0.0, seed: str = "0"
 ) -> list[Task]:
-    """Move held_out clusters into practice and never_touch until each holds its share of all tasks.
+    """Move held_out pool groups into practice and never_touch until each holds its share of all tasks.
 
-    Clusters are taken in a seeded hash order (independent of file order), whole, until the pool
-    reaches ``fraction * len(tasks)`` tasks (it may overshoot by part of one cluster). Clusters
-    already in a pool stay there; only fully held_out clusters are candidates.
+    Groups (``pool_groups``) are taken in a seeded hash order (independent of file order), whole,
+    until the pool reaches ``fraction * len(tasks)`` tasks (it may overshoot by part of one
+    group). Tasks already in a pool stay there; only fully held_out groups are candidates.
 
     Raises:
         InvalidTask: a fraction is outside [0, 1] or the two add up to more than 1.
@@ -118,8 +151,8 @@ def assign_pools(
         raise InvalidTask(
             f"pool fractions must lie in [0, 1] and sum to at most 1: {practice}, {never_touch}"
         )
-    out, _ = reconcile_pools(tasks)
-    groups = clusters_of(out)
+    groups = pool_groups(tasks)
+    out, _ = reconcile_pools(tasks, groups=groups)
     candidates = sorted(
         (c for c, members in groups.items() if all(out[i].pool == "held_out" for i in members)),
         key=lambda c: _draw_order(c, seed),

@@ -4,7 +4,8 @@ A round's draw is keyed by ``HMAC-SHA256(secret, "arena.round/1:<round>")``: rep
 the operator who holds the validator's secret, unpredictable to miners who do not. Held_out
 tasks are ordered by ``HMAC(round key, task_id)`` and taken in that order, at most one per leak
 cluster, so one round never serves two tasks that leak each other. After the round, every task
-served to any miner is retired together with its whole cluster.
+served to any miner is retired together with its whole pool group (its leak cluster and the
+clusters that near-duplicate it at the audit's threshold, see ``arena.pools``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import hmac
 import logging
 from collections.abc import Iterable, Sequence
 
-from arena.pools import cluster_key, clusters_of
+from arena.pools import cluster_key, pool_groups
 from arena.types import Task
 
 logger = logging.getLogger(__name__)
@@ -67,7 +68,7 @@ def draw_round(tasks: Sequence[Task], *, secret: bytes, round_number: int, n: in
 
 
 def retire(tasks: Sequence[Task], served_task_ids: Iterable[str]) -> list[Task]:
-    """Retire every served task together with its whole leak cluster (whatever pool it was in).
+    """Retire every served task together with its whole pool group (whatever pool it was in).
 
     Unknown served ids are logged and ignored (they cannot leak a task this set does not hold).
     """
@@ -76,12 +77,14 @@ def retire(tasks: Sequence[Task], served_task_ids: Iterable[str]) -> list[Task]:
     unknown = served - by_id.keys()
     if unknown:
         logger.warning("retire_unknown_tasks count=%d", len(unknown))
-    burned = {cluster_key(by_id[i]) for i in served if i in by_id}
-    groups = clusters_of(tasks)
     out = list(tasks)
-    for cluster in burned:
-        for i in groups[cluster]:
+    burned = 0
+    for members in pool_groups(tasks).values():
+        if not any(tasks[i].task_id in served for i in members):
+            continue
+        burned += 1
+        for i in members:
             if out[i].pool != "retired":
                 out[i] = out[i].model_copy(update={"pool": "retired"})
-    logger.info("retired clusters=%d served=%d", len(burned), len(served))
+    logger.info("retired groups=%d served=%d", burned, len(served))
     return out

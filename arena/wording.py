@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 
-from arena.phrasing import SERVICE_SYNONYMS
+from arena.phrasing import SERVICE_SYNONYMS, template_texts
 
 _NON_WORD = re.compile(r"[^0-9a-z.]+")
 _THOUSANDS = re.compile(r"(?<=[0-9]),(?=[0-9]{3}(?![0-9]))")
@@ -39,7 +40,6 @@ BOILERPLATE: frozenset[str] = frozenset(
     """.split()
 )
 
-# Phrases whose words are content on their own but that templates use as connective tissue.
 _STEM_EXCEPTIONS = frozenset({"ss", "us", "is", "as", "yes", "plus", "glass", "gas", "bus", "series", "news"})
 
 
@@ -97,28 +97,46 @@ def strip_voucher_block(query: str) -> str:
     return "\n\n".join(kept) if kept else query
 
 
-def content_tokens(query: str) -> list[str]:
-    """Return the content tokens of a query: voucher block, boilerplate and punctuation removed, stemmed."""
+def _template_words() -> frozenset[str]:
+    # Every word our query templates print around the values (placeholders removed) is boilerplate.
+    words: set[str] = set()
+    for text in template_texts():
+        words.update(stem(t) for t in normalise_text(re.sub(r"\{[a-z_]+\}", " ", text)).split())
+    return frozenset(words)
+
+
+def content_tokens(query: str, *, schema_words: Iterable[str] = ()) -> list[str]:
+    """Return the content tokens of a query: voucher block, boilerplate and punctuation removed, stemmed.
+
+    Args:
+        query: the query text.
+        schema_words: more words to drop, e.g. the task's own attribute and sku key names, which
+            templates print ("whose phone case type is ...") but which carry no content.
+    """
+    drop = BOILERPLATE | _TEMPLATE_WORDS | {stem(t) for w in schema_words for t in normalise_text(w).split()}
     text = canonical_services(strip_voucher_block(query))
     out: list[str] = []
     for raw in text.split():
         token = stem(raw)
-        if token in BOILERPLATE or raw in BOILERPLATE or (len(raw) == 1 and raw.isalpha()):
+        if token in drop or raw in drop or (len(raw) == 1 and raw.isalpha()):
             continue
         out.append(token)
     return out
 
 
-def shingles(query: str) -> set[str]:
+def shingles(query: str, *, schema_words: Iterable[str] = ()) -> set[str]:
     """Return the near-duplicate shingles of a query: content unigrams plus adjacent content bigrams.
 
     Unigrams make the set robust to clause reordering; bigrams keep "red cotton" apart from
     "cotton red"-free queries that merely share vocabulary.
     """
-    words = content_tokens(query)
+    words = content_tokens(query, schema_words=schema_words)
     grams = set(words)
     grams.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
     return grams
+
+
+_TEMPLATE_WORDS = _template_words()
 
 
 def jaccard(a: set[str], b: set[str]) -> float:

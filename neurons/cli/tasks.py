@@ -15,11 +15,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from arena.audit import AUDIT_NEAR_DUP_THRESHOLD, NEAR_MISS_THRESHOLD, AuditReport, audit
-from arena.clusters import NEAR_DUP_THRESHOLD, cluster_tasks
+from arena.audit import AuditReport, audit
+from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, NEAR_DUP_THRESHOLD, NEAR_MISS_THRESHOLD, cluster_tasks
 from arena.errors import ArenaError
 from arena.generate import INTENTS, GenerateConfig, generate_tasks, make_finder
-from arena.interchange import FORMATS, Format, export_tasks, import_tasks
+from arena.interchange import FORMATS, export_tasks, import_tasks
 from arena.pools import assign_pools, move_clusters, reconcile_pools
 from arena.rotation import draw_round, retire
 from arena.tasks import TaskLoadReport, iter_tasks, save_tasks
@@ -82,7 +82,7 @@ def import_command(
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     report = TaskLoadReport()
     try:
-        tasks = import_tasks(cast(Format, fmt), files, report)
+        tasks = import_tasks(fmt, files, report)
         clustered, clusters = cluster_tasks(tasks)
         save_tasks(clustered, out)
     except ArenaError as exc:
@@ -220,7 +220,7 @@ def assign_pools_command(
             cluster, _, pool = spec.partition("=")
             if pool not in POOLS:
                 _fail(f"--move takes CLUSTER=POOL with POOL one of {', '.join(POOLS)}, got {spec!r}")
-            tasks = move_clusters(tasks, [cluster], cast(Pool, pool))
+            tasks = move_clusters(tasks, [cluster], pool)
         save_tasks(tasks, out)
     except ArenaError as exc:
         _fail(str(exc))
@@ -313,9 +313,7 @@ def export_command(
     if fmt not in FORMATS or any(p not in POOLS for p in pool):
         _fail(f"--format must be one of {', '.join(FORMATS)} and --pool one of {', '.join(POOLS)}")
     try:
-        count, report = export_tasks(
-            _load_all([file])[0], cast(Format, fmt), out, pools=cast(list[Pool], pool)
-        )
+        count, report = export_tasks(_load_all([file])[0], fmt, out, pools=cast(list[Pool], pool))
     except ArenaError as exc:
         _fail(str(exc))
     if not report.ok:

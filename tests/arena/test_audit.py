@@ -63,19 +63,21 @@ def test_planted_same_spec_fails() -> None:
 def test_planted_near_duplicate_fails_at_the_looser_threshold() -> None:
     tasks = [
         task("Show me red cotton t-shirts with free shipping priced under 200 pesos", "p1", "practice"),
-        task("Red cotton tee that ships free, under 200, and in a slim fit please", "p2", "held_out"),
+        task(
+            "Red cotton t-shirt, ships free, under 200, slim fit, crew neck, long sleeves", "p2", "held_out"
+        ),
         task("A wooden chess board with folding hinges", "p3", "held_out"),
     ]
     report = audit(tasks)
     assert [f.rule for f in report.violations] == ["near_dup"]
     similarity = report.violations[0].similarity
-    assert similarity is not None and 0.35 <= similarity < 0.5  # below the clustering link, above the audit's
+    assert similarity is not None and 0.4 <= similarity < 0.5  # below the clustering link, above the audit's
 
 
 def test_near_misses_are_reported_without_failing() -> None:
     tasks = [
-        task("red cotton shirt with free shipping and a slim fit, pocket, long sleeves", "p1", "practice"),
-        task("red cotton shirt, short sleeves, no pocket, loose fit, navy collar, buttons", "p2", "held_out"),
+        task("red cotton shirt with a slim fit, pocket, long sleeves", "p1", "practice"),
+        task("red cotton shirt, long sleeves, loose fit, navy collar", "p2", "held_out"),
     ]
     report = audit(tasks)
     assert report.ok

@@ -1,8 +1,9 @@
 import pytest
 
+from arena.audit import audit
 from arena.clusters import assign_clusters
 from arena.errors import InvalidTask
-from arena.pools import assign_pools, clusters_of, merged_pool, move_clusters, reconcile_pools
+from arena.pools import assign_pools, clusters_of, merged_pool, move_clusters, pool_groups, reconcile_pools
 from arena.types import GoldItem, Task
 
 
@@ -82,3 +83,26 @@ def test_reconcile_puts_mixed_clusters_in_one_pool() -> None:
     assert moved == {tasks[0].leak_cluster: "retired"}
     assert [t.pool for t in out[:3]] == ["retired"] * 3
     assert [t.pool for t in out[3:]] == ["held_out"] * 3
+
+
+def near_pair() -> list[Task]:
+    # Jaccard about 0.43: separate leak clusters (link at 0.5), but the audit (0.4) would flag a split.
+    queries = [
+        "Show me red cotton t-shirts with free shipping priced under 200 pesos",
+        "Red cotton t-shirt, ships free, under 200, slim fit, crew neck, long sleeves",
+    ]
+    tasks = [
+        Task(intent="product", query=q, gold=(GoldItem(product_id=f"q{i}", titles=(f"t{i}",)),))
+        for i, q in enumerate(queries)
+    ]
+    return assign_clusters(tasks)
+
+
+def test_pool_groups_join_clusters_the_audit_would_link() -> None:
+    pair = near_pair()
+    assert pair[0].leak_cluster != pair[1].leak_cluster
+    assert sorted(len(m) for m in pool_groups(pair).values()) == [2]
+    for seed in ("a", "b", "c", "d"):
+        assigned = assign_pools([*pair, *corpus(6, 1)], practice=0.25, seed=seed)
+        assert assigned[0].pool == assigned[1].pool
+        assert audit(assigned).ok

@@ -64,3 +64,20 @@ def test_retire_burns_whole_clusters_of_served_tasks() -> None:
     assert all(t.pool == "retired" for t in after if t.leak_cluster in burned)
     assert sum(t.pool == "retired" for t in after) == 6
     assert not set(ids(served)) & set(ids(draw_round(after, secret=b"s", round_number=4, n=100)))
+
+
+def test_retire_also_burns_clusters_the_audit_would_link() -> None:
+    queries = [
+        "Show me red cotton t-shirts with free shipping priced under 200 pesos",
+        "Red cotton t-shirt, ships free, under 200, slim fit, crew neck, long sleeves",
+    ]
+    pair = assign_clusters(
+        [
+            Task(intent="product", query=q, gold=(GoldItem(product_id=f"q{i}", titles=(f"t{i}",)),))
+            for i, q in enumerate(queries)
+        ]
+    )
+    tasks = [*pair, *corpus(5)]
+    after = retire(tasks, [pair[0].task_id])
+    assert [t.pool for t in after[:2]] == ["retired", "retired"]
+    assert all(t.pool == "held_out" for t in after[2:])
