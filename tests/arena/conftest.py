@@ -1,0 +1,32 @@
+"""Fixtures of the arena tests: a real search index over a synthetic catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from arena.index import SearchIndex, build_index, open_index
+from arena.synth import iter_synth_products
+
+from arena.catalog import write_products
+
+SYNTH_PRODUCTS = 6000
+
+
+@pytest.fixture(scope="session")
+def synth_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A search index built from a 6000-product synthetic catalog (seed 21)."""
+    root = tmp_path_factory.mktemp("synth-index")
+    catalog = root / "catalog.jsonl"
+    write_products(iter_synth_products(SYNTH_PRODUCTS, 21), catalog)
+    build_index([catalog], root / "index")
+    return root / "index"
+
+
+@pytest.fixture(scope="session")
+def synth_index(synth_index_dir: Path) -> Iterator[SearchIndex]:
+    """The synthetic index, opened once for the session."""
+    index = open_index(synth_index_dir)
+    yield index
+    index.close()
