@@ -120,15 +120,16 @@ class _Run:
         return None if product_id in self.used else self.index.product(product_id)
 
     def shop_products(self, count: int) -> list[Product] | None:
-        shops = self._shops.setdefault(count, self.index.shops_with_at_least(count))
+        shops = self._shops.get(count)
+        if shops is None:
+            shops = self._shops[count] = self.index.shops_with_at_least(count)
         if not shops:
             return None
-        ids = sorted(self.index.shop_product_ids(self.rng.choice(shops)))
-        chosen = self.rng.sample(ids, count)
-        products = [self.index.product(pid) for pid in chosen]
-        if any(p is None or p.product_id in self.used for p in products):
+        ids = sorted(pid for pid in self.index.shop_product_ids(self.rng.choice(shops)) if pid not in self.used)
+        if len(ids) < count:
             return None
-        return [p for p in products if p is not None]
+        products = [self.index.product(pid) for pid in self.rng.sample(ids, count)]
+        return None if any(p is None for p in products) else [p for p in products if p is not None]
 
     def name_item(self, item: GoldItem, product: Product, taken: set[str]) -> str | None:
         """Pick the item's name (a title window), grown until findable and distinct; None if impossible."""
