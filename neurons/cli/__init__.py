@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli.tasks import app as tasks_app
+from neurons.cli import catalog, tasks
 
 app = typer.Typer(
     name="arena",
@@ -13,7 +13,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(tasks_app, name="tasks")
+app.add_typer(catalog.app, name="catalog")
+app.add_typer(tasks.app, name="tasks")
 
 
 def main() -> None:
