@@ -125,7 +125,9 @@ class _Run:
             shops = self._shops[count] = self.index.shops_with_at_least(count)
         if not shops:
             return None
-        ids = sorted(pid for pid in self.index.shop_product_ids(self.rng.choice(shops)) if pid not in self.used)
+        ids = sorted(
+            pid for pid in self.index.shop_product_ids(self.rng.choice(shops)) if pid not in self.used
+        )
         if len(ids) < count:
             return None
         products = [self.index.product(pid) for pid in self.rng.sample(ids, count)]

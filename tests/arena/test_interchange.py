@@ -4,20 +4,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from arena.shoppingbench import task_to_row
 
 from arena.clusters import assign_clusters
 from arena.difficulty import difficulty
 from arena.errors import InvalidTask
 from arena.interchange import export_tasks, import_tasks
 from arena.oro import iter_oro, problem_from_task, save_oro
+from arena.shoppingbench import task_to_row
 from arena.tasks import TaskLoadReport, load_tasks, save_tasks
 from arena.types import Task
 
 
 def raw_rows(files: list[Path]) -> list[dict[str, Any]]:
+    # split("\n"), not splitlines(): some queries hold U+2028 and friends inside JSON strings.
     return [
-        json.loads(line) for path in files for line in path.read_text(encoding="utf-8").splitlines() if line
+        json.loads(line) for path in files for line in path.read_text(encoding="utf-8").split("\n") if line
     ]
 
 
