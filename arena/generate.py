@@ -138,7 +138,7 @@ class _Run:
         words = templates.title_words(product.title)
         if not words:
             return None
-        start, end = templates.name_span(words, product.category, self.rng)
+        start, end = templates.name_span(words, product.title, self.rng)
         while True:
             name = " ".join(words[start:end])
             if name not in taken and (self.finder is None or product.product_id in self.finder(name, item)):

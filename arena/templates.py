@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from arena import phrasing as P
 from arena.types import GoldItem, PriceConstraint, Voucher
-from arena.wording import stem
 
 _TITLE_WORD = re.compile(r"[a-z][a-z0-9'&+-]*")
 # Title words that say nothing about what the product is (marketing, logistics, filler).
@@ -28,27 +27,37 @@ TITLE_NOISE: frozenset[str] = frozenset(
 )
 
 
+# Words naming who a product is for; a title often ends with them after the head noun.
+AUDIENCE_WORDS: frozenset[str] = frozenset(
+    "men mens man women womens woman ladies lady kids kid boys boy girls girl unisex adult baby".split()
+)
+
+
 def title_words(title: str) -> list[str]:
     """Return the descriptive words of a product title, in order (noise words and codes dropped)."""
     words = [w.strip("'&+-") for w in _TITLE_WORD.findall(title.casefold())]
     return [w for w in words if len(w) >= 2 and w not in TITLE_NOISE]
 
 
-def name_span(words: Sequence[str], category: str, rng: random.Random) -> tuple[int, int]:
+def name_span(words: Sequence[str], title: str, rng: random.Random) -> tuple[int, int]:
     """Choose the item's name as a span ``words[start:end]`` of 2..4 descriptive title words.
 
-    The span ends at the last title word that also names the product's category (its head noun,
-    e.g. "shoes" under "Sports > Shoes"), when there is one; otherwise it sits anywhere.
+    English product titles put the head noun last in the noun phrase, before any "for ..."
+    tail ("Violin Bow for 4/4 ..."), trailing model codes or audiences ("... Sneakers MT106",
+    "... Running Shoes Men"). So the span ends there: at the last word before " for ", with
+    codes (words with digits) and audience words trimmed off the end.
+
+    Args:
+        words: ``title_words(title)``.
+        title: the product title.
+        rng: the generator's random source (draws the length).
     """
-    length = min(len(words), rng.randint(2, 4))
-    category_words = {stem(w) for w in title_words(category.replace(">", " "))}
-    anchors = [i for i, w in enumerate(words) if stem(w) in category_words]
-    if anchors:
-        end = anchors[-1] + 1
-        start = max(0, end - length)
-        return start, min(len(words), start + length)
-    start = rng.randrange(len(words) - length + 1)
-    return start, start + length
+    head = re.split(r"\s+for\s+", title, maxsplit=1, flags=re.IGNORECASE)[0]
+    end = len(title_words(head)) if len(title_words(head)) >= 2 else len(words)
+    while end > 1 and (words[end - 1] in AUDIENCE_WORDS or any(c.isdigit() for c in words[end - 1])):
+        end -= 1
+    length = min(end, rng.randint(2, 4))
+    return end - length, end
 
 
 def join_list(parts: Sequence[str], rng: random.Random) -> str:
@@ -62,8 +71,8 @@ def join_list(parts: Sequence[str], rng: random.Random) -> str:
 def with_article(phrase: str, rng: random.Random) -> str:
     """Prefix a noun phrase with nothing, "a"/"an" (not before a likely plural), or "some", by chance."""
     pick = rng.randrange(3)
-    if pick == 1 and not phrase.endswith("s"):
-        return ("an " if phrase[:1] in "aeiou" else "a ") + phrase
+    if pick == 1 and not phrase.endswith("s") and not phrase.startswith("u"):  # "a unisex", "an umbrella"
+        return ("an " if phrase[:1] in "aeio" else "a ") + phrase
     if pick == 2:
         return "some " + phrase
     return phrase

@@ -4,7 +4,7 @@ import pytest
 
 from arena import phrasing
 from arena.mention import mentions_all, missing_mentions
-from arena.templates import product_query, shop_query, title_words, voucher_query
+from arena.templates import name_span, product_query, shop_query, title_words, voucher_query
 from arena.types import GoldItem, PriceConstraint, Task, Voucher
 from arena.wording import normalise_text
 
@@ -123,3 +123,19 @@ def test_title_words_drop_noise() -> None:
         "shoes",
         "men",
     ]
+
+
+def test_item_names_end_at_the_head_noun() -> None:
+    def name(title: str) -> str:
+        words = title_words(title)
+        start, end = name_span(words, title, random.Random(0))
+        return " ".join(words[start:end])
+
+    assert name("Heart String Violin Bows Full Size Handmade Horsetail Hair Violin Bow for 4/4 3/4").endswith(
+        "violin bow"
+    )
+    assert name("Adidas Breathable lightweight lace-up unisex Sneakers MT106").endswith(
+        "lace-up unisex sneakers"
+    )
+    assert name("Nike Air Zoom Pegasus Running Shoes Men").endswith("running shoes")
+    assert 2 <= len(name("Simple Toaster").split()) <= 2
