@@ -13,7 +13,9 @@ Violations (the audit fails):
   edited, clustered apart, or moved by hand).
 
 Near misses (reported, not failing): cross-pool pairs with Jaccard in
-[``near_miss_threshold``, ``near_dup_threshold``), 0.3 by default.
+[``near_miss_threshold``, ``near_dup_threshold``), 0.3 by default. Candidates come from MinHash
+LSH at 0.2 (the same LSH ``arena.pools.pool_groups`` uses, so pool moves and the audit agree);
+near misses are best effort, violations are confirmed on the exact Jaccard.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from arena.clusters import (
+    AUDIT_LSH_THRESHOLD,
     AUDIT_NEAR_DUP_THRESHOLD,
     NEAR_MISS_THRESHOLD,
     constraint_spec,
@@ -118,7 +121,8 @@ def audit(
     clustered = ((i, t.leak_cluster) for i, t in enumerated if t.leak_cluster)
     for finding in _shared_keys(tasks, "cluster", clustered):
         report.add(finding)
-    for link in near_duplicate_links(tasks, near_miss_threshold):
+    lsh_at = min(AUDIT_LSH_THRESHOLD, near_miss_threshold)
+    for link in near_duplicate_links(tasks, near_miss_threshold, lsh_threshold=lsh_at):
         a, b = tasks[link.a], tasks[link.b]
         if a.pool == b.pool:
             continue

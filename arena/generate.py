@@ -141,7 +141,12 @@ class _Run:
         start, end = templates.name_span(words, product.title, self.rng)
         while True:
             name = " ".join(words[start:end])
-            if name not in taken and (self.finder is None or product.product_id in self.finder(name, item)):
+            distinct = len(set(words[start:end])) >= min(2, len(set(words)))  # the mention check needs two
+            if (
+                distinct
+                and name not in taken
+                and (self.finder is None or product.product_id in self.finder(name, item))
+            ):
                 return name
             if start == 0 and end == len(words):
                 return None

@@ -27,7 +27,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, UnionFind, near_duplicate_links
+from arena.clusters import AUDIT_LSH_THRESHOLD, AUDIT_NEAR_DUP_THRESHOLD, UnionFind, near_duplicate_links
 from arena.errors import InvalidTask
 from arena.types import Pool, Task
 
@@ -65,7 +65,10 @@ def pool_groups(
     for members in clusters_of(tasks).values():
         for i in members[1:]:
             sets.union(members[0], i)
-    for link in near_duplicate_links(tasks, near_dup_threshold):
+    # Candidates come from the same LSH as the audit's, so every pair the audit can flag is seen
+    # here too: LSH recall can never leave a flagged pair split across pools.
+    lsh_at = min(AUDIT_LSH_THRESHOLD, near_dup_threshold)
+    for link in near_duplicate_links(tasks, near_dup_threshold, lsh_threshold=lsh_at):
         sets.union(link.a, link.b)
     roots: dict[int, list[int]] = defaultdict(list)
     for index in range(len(tasks)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 from arena.phrasing import SERVICE_SYNONYMS, template_texts
 
@@ -59,6 +60,7 @@ def normalise_query(query: str) -> str:
     return normalise_text(query)
 
 
+@lru_cache(maxsize=65536)
 def stem(token: str) -> str:
     """Strip a plural ending, cheaply (``shirts`` -> ``shirt``, ``boxes`` -> ``box``); numbers untouched."""
     if len(token) <= 3 or token in _STEM_EXCEPTIONS or token[0].isdigit():
@@ -77,16 +79,25 @@ def tokens(text: str) -> list[str]:
     return [stem(t) for t in normalise_text(text).split()]
 
 
+def _service_phrases() -> list[tuple[str, str]]:
+    # (padded normalised phrase, padded token), longest phrases first so "cash on delivery" wins over "cod".
+    pairs = [
+        (f" {normalise_text(phrase)} ", f" svc{service.lower()} ")
+        for service, phrases in SERVICE_SYNONYMS.items()
+        for phrase in phrases
+    ]
+    return sorted(pairs, key=lambda pair: len(pair[0]), reverse=True)
+
+
 def canonical_services(text: str) -> str:
     """Replace every service phrase (``LazMall``, ``cash on delivery``...) by one canonical token.
 
     A paraphrase that swaps "free delivery" for "ships free" then still shares that token.
     """
     normalised = f" {normalise_text(text)} "
-    for service, phrases in SERVICE_SYNONYMS.items():
-        token = f" svc{service.lower()} "
-        for phrase in sorted(phrases, key=len, reverse=True):
-            normalised = normalised.replace(f" {normalise_text(phrase)} ", token)
+    for phrase, token in _SERVICE_PHRASES:
+        if phrase in normalised:
+            normalised = normalised.replace(phrase, token)
     return normalised.strip()
 
 
@@ -113,12 +124,12 @@ def content_tokens(query: str, *, schema_words: Iterable[str] = ()) -> list[str]
         schema_words: more words to drop, e.g. the task's own attribute and sku key names, which
             templates print ("whose phone case type is ...") but which carry no content.
     """
-    drop = BOILERPLATE | _TEMPLATE_WORDS | {stem(t) for w in schema_words for t in normalise_text(w).split()}
+    schema = {stem(t) for w in schema_words for t in normalise_text(w).split()}
     text = canonical_services(strip_voucher_block(query))
     out: list[str] = []
     for raw in text.split():
         token = stem(raw)
-        if token in drop or raw in drop or (len(raw) == 1 and raw.isalpha()):
+        if token in _STOP or raw in _STOP or token in schema or (len(raw) == 1 and raw.isalpha()):
             continue
         out.append(token)
     return out
@@ -136,11 +147,13 @@ def shingles(query: str, *, schema_words: Iterable[str] = ()) -> set[str]:
     return grams
 
 
-_TEMPLATE_WORDS = _template_words()
+_STOP = BOILERPLATE | _template_words()
+_SERVICE_PHRASES = _service_phrases()
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
     """Return the Jaccard similarity of two shingle sets (0 when both are empty)."""
     if not a and not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared)
