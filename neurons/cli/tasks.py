@@ -184,7 +184,7 @@ def cluster_command(
     ] = NEAR_DUP_THRESHOLD,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
-    """Assign leak clusters over all the tasks given, then put each mixed-pool cluster in its safest pool.
+    """Assign leak clusters over all the tasks given, then put each mixed-pool group in its safest pool.
 
     Example: arena tasks cluster old.jsonl new.jsonl --out all.jsonl
     """
@@ -290,7 +290,7 @@ def retire_command(
     served: Annotated[list[str], typer.Option("--served", help="A served task id (repeatable).")],
     out: Annotated[Path, typer.Option("--out", help="Task file to write.")],
 ) -> None:
-    """Retire served tasks with their whole leak clusters.
+    """Retire served tasks with their whole pool groups (leak clusters and their near-duplicates).
 
     Example: arena tasks retire tasks.jsonl --served t-abc --served t-def --out tasks.jsonl
     """

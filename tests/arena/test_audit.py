@@ -1,9 +1,17 @@
+from __future__ import annotations
+
 import json
+from typing import TYPE_CHECKING
 
 from arena.audit import audit
 from arena.clusters import assign_clusters
+from arena.generate import generate_tasks
 from arena.pools import assign_pools
+from arena.rotation import draw_round, retire
 from arena.types import GoldItem, Pool, Task
+
+if TYPE_CHECKING:
+    from arena.index import SearchIndex
 
 
 def task(query: str, pid: str, pool: Pool = "held_out", title: str | None = None) -> Task:
@@ -98,3 +106,15 @@ def test_the_same_task_in_two_pools_fails() -> None:
     assert "task" in rules(
         [a.model_copy(update={"pool": "retired"}), a.model_copy(update={"pool": "never_touch"})]
     )
+
+
+def test_generated_tasks_pass_the_audit_through_pool_moves_and_rotation(synth_index: SearchIndex) -> None:
+    tasks, _ = generate_tasks(synth_index, n=1500, seed=17)
+    tasks = assign_pools(assign_clusters(tasks), practice=0.2, never_touch=0.2, seed="audit")
+    report = audit(tasks)
+    assert report.ok, report.violations[:3]
+    for round_number in range(3):
+        served = draw_round(tasks, secret=b"k", round_number=round_number, n=40)
+        tasks = retire(tasks, [t.task_id for t in served])
+        assert audit(tasks).ok
+    assert sum(t.pool == "retired" for t in tasks) >= 120
