@@ -122,10 +122,12 @@ def audit(
     for finding in _shared_keys(tasks, "cluster", clustered):
         report.add(finding)
     lsh_at = min(AUDIT_LSH_THRESHOLD, near_miss_threshold)
-    for link in near_duplicate_links(tasks, near_miss_threshold, lsh_threshold=lsh_at):
+    pools = [t.pool for t in tasks]
+    cross = near_duplicate_links(
+        tasks, near_miss_threshold, lsh_threshold=lsh_at, only=lambda i, j: pools[i] != pools[j]
+    )
+    for link in cross:
         a, b = tasks[link.a], tasks[link.b]
-        if a.pool == b.pool:
-            continue
         finding = Finding(
             "near_dup",
             f"jaccard {link.similarity:.3f}",

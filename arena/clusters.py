@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -148,11 +148,14 @@ def near_duplicate_links(
     *,
     lsh_threshold: float | None = None,
     num_perm: int = NUM_PERM,
+    only: Callable[[int, int], bool] | None = None,
 ) -> list[Link]:
     """Return every pair of same-intent tasks whose content-shingle Jaccard is at least ``threshold``.
 
     MinHash LSH proposes candidates (at ``lsh_threshold``, by default ``LSH_MARGIN`` below
     ``threshold``, for recall); the exact Jaccard of the shingle sets confirms each pair.
+    ``only(a, b)``, when given, skips candidate pairs before any Jaccard is computed (the audit
+    only wants pairs across pools).
     """
     lsh_at = max(0.05, threshold - LSH_MARGIN) if lsh_threshold is None else lsh_threshold
     grams = [task_shingles(t) for t in tasks]
@@ -168,6 +171,8 @@ def near_duplicate_links(
             lsh_by_intent[task.intent] = lsh
         mine = grams[index]
         for other in sorted(lsh.query(hashes[index])):
+            if only is not None and not only(other, index):
+                continue
             theirs = grams[other]
             # Jaccard <= smaller/larger size: most LSH candidates fail this bound without a set op.
             if min(len(mine), len(theirs)) < threshold * max(len(mine), len(theirs)):
