@@ -47,6 +47,26 @@ def shoppingbench_files(shoppingbench_dir: Path) -> list[Path]:
     return sorted(shoppingbench_dir.glob("synthesize_*_test.jsonl"))
 
 
+@pytest.fixture(scope="session")
+def fixture_index_dir(fixture_catalog_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A search index built once from the fixture catalog (read-only for tests)."""
+    from arena.index import build_index
+
+    index_dir = tmp_path_factory.mktemp("fixture-index") / "index"
+    build_index([fixture_catalog_path], index_dir)
+    return index_dir
+
+
+@pytest.fixture(scope="session")
+def fixture_index(fixture_index_dir: Path) -> Iterator[SearchIndex]:
+    """The fixture catalog's search index, opened once for the session."""
+    from arena.index import open_index
+
+    index = open_index(fixture_index_dir)
+    yield index
+    index.close()
+
+
 SYNTH_PRODUCTS = 20000
 
 
