@@ -19,14 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from arena.index import build_index, open_index
-from arena.synth import iter_synth_products
-
 from arena.audit import audit
 from arena.catalog import write_products
 from arena.clusters import cluster_tasks
 from arena.generate import GenerateConfig, generate_tasks, make_finder
+from arena.index import build_index, open_index
 from arena.pools import assign_pools
+from arena.synth import iter_synth_products
 from arena.types import Task
 
 RESULTS = Path(__file__).resolve().parent / "results" / "tasks.json"

@@ -4,10 +4,10 @@ from collections import Counter
 import httpx
 import openai
 import pytest
-from arena.index import SearchIndex
 
 from arena.errors import InvalidTask
 from arena.generate import GENERATOR_VERSION, GenerateConfig, generate_tasks, make_finder
+from arena.index import SearchIndex
 from arena.mention import missing_mentions
 from arena.paraphrase import Paraphraser
 from arena.solvability import task_problems
