@@ -198,7 +198,7 @@ def template_signature(trajectory: Trajectory) -> str:
             ids, _ = split_ids(args.get("product_ids", ""))
             if ids:
                 top = tuple(latest[: len(ids)]) == ids
-                parts.append(f"ids=top{len(ids)}" if top else "ids=other")
+                parts.append("ids=top" if top else "ids=other")
         token = f"{call.function.name}({','.join(parts)})"
         if not tokens or tokens[-1] != token:
             tokens.append(token)

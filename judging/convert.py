@@ -64,7 +64,11 @@ def trajectory_from_oro(
         query = query or step_query
         think = str(message.get("think") or fallback_think or "") or None
         response = str(message.get("response") or "") or None
-        obs = {o.get("tool_call_id"): o.get("results") for o in message.get("obs") or [] if isinstance(o, Mapping)}
+        obs = {
+            o.get("tool_call_id"): o.get("results")
+            for o in message.get("obs") or []
+            if isinstance(o, Mapping)
+        }
         calls: list[ToolCall] = []
         results: list[Message] = []
         for index, raw in enumerate(message.get("tool_call") or []):
@@ -82,17 +86,21 @@ def trajectory_from_oro(
         if not (think or response or calls):
             continue
         body.append(
-            Message(role="assistant", content=response, reasoning_content=think, tool_calls=tuple(calls) or None)
+            Message(
+                role="assistant", content=response, reasoning_content=think, tool_calls=tuple(calls) or None
+            )
         )
         body += results
     if not query:
         raise ValueError("no user query: pass query= or include extra_info.query in a step")
     messages += [Message(role="user", content=query), *body]
-    return Trajectory(task_id=task_id, episode_id=episode_id, miner_hotkey=miner_hotkey, messages=tuple(messages))
+    return Trajectory(
+        task_id=task_id, episode_id=episode_id, miner_hotkey=miner_hotkey, messages=tuple(messages)
+    )
 
 
 def load_trajectory(value: Any, *, task_id: str = "", query: str | None = None) -> Trajectory:
-    """Read a trajectory in any accepted form: ``arena.trajectory/1``, an ORO step list, or ``{"steps": [...]}``.
+    """Read a trajectory: ``arena.trajectory/1``, an ORO step list, or ``{"steps": [...]}``.
 
     Args:
         value: The parsed JSON.

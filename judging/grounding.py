@@ -66,11 +66,10 @@ def match_log(
     matched: dict[str, ToolLogEntry] = {}
     leftovers: list[ToolLogEntry] = []
     for entry in sorted(log, key=lambda e: e.seq):
-        if entry.call_id is not None:
-            if entry.call_id in by_id and entry.call_id not in matched:
-                matched[entry.call_id] = entry
-            else:
-                leftovers.append(entry)
+        if entry.call_id is not None and entry.call_id in by_id and entry.call_id not in matched:
+            matched[entry.call_id] = entry
+        else:
+            leftovers.append(entry)
     hidden: list[ToolLogEntry] = []
     for entry in leftovers:
         if entry.call_id is None:

@@ -10,9 +10,9 @@ The score, in one place::
     score     = outcome * grounding * reasoning
 
 ``partial`` is the task's ``rule`` (mean constraint score), averaged with ``shop`` or ``budget``
-for intents that have one. With these defaults any successful, clean trajectory (score >=
-0.6 + 0.4 * partial, times at worst 0.5 * 0.8) outscores any failed one (< 0.4): outcome
-dominates, the coefficients only order trajectories of equal outcome.
+for intents that have one; a success has partial 1. With these defaults any successful, clean
+trajectory (at worst 1 * 0.5 * 0.8 = 0.4) outscores any failed one (below 0.4 * 1 * 1): outcome
+dominates, and the coefficients only order trajectories of equal outcome.
 """
 
 from __future__ import annotations

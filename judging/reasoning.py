@@ -79,10 +79,14 @@ class OpenAICompleter:
         max_tokens: int = 400,
         timeout_s: float = 60.0,
         json_mode: bool = False,
+        http_client: Any = None,  # an AsyncClient of the HTTP library the installed openai uses
     ) -> None:
         from openai import AsyncOpenAI
 
-        self._client = AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+        # Retries are ours (judge_reasoning's backoff), so the client's own are off.
+        self._client = AsyncOpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0, http_client=http_client
+        )
         self._model = model
         self._max_tokens = max_tokens
         self._json_mode = json_mode

@@ -60,7 +60,9 @@ def fake_tool(name: str, args: Mapping[str, Any], products: Mapping[str, Product
         return json.dumps(rows, ensure_ascii=False)
     if name == "view_product_information":
         ids = [i.strip() for i in str(args.get("product_ids", "")).split(",")]
-        return json.dumps([products[i].model_dump(mode="json") for i in ids if i in products], ensure_ascii=False)
+        return json.dumps(
+            [products[i].model_dump(mode="json") for i in ids if i in products], ensure_ascii=False
+        )
     if name == "recommend_product":
         return json.dumps(f"Having recommended the products to the user: {args.get('product_ids')}.")
     if name == "terminate":
@@ -115,7 +117,12 @@ class Episode:
             )
             ids.append(cid)
         self.messages.append(
-            Message(role="assistant", content=content, reasoning_content=reasoning, tool_calls=tuple(tool_calls) or None)
+            Message(
+                role="assistant",
+                content=content,
+                reasoning_content=reasoning,
+                tool_calls=tuple(tool_calls) or None,
+            )
         )
         self.messages += results
         return ids
@@ -125,7 +132,10 @@ class Episode:
 
     def trajectory(self) -> Trajectory:
         return Trajectory(
-            task_id=self.task_id, episode_id=self.episode_id, miner_hotkey=self.hotkey, messages=tuple(self.messages)
+            task_id=self.task_id,
+            episode_id=self.episode_id,
+            miner_hotkey=self.hotkey,
+            messages=tuple(self.messages),
         )
 
 
@@ -136,7 +146,9 @@ def replace_message(trajectory: Trajectory, index: int, message: Message) -> Tra
 
 
 def tool_message_index(trajectory: Trajectory, call_id: str) -> int:
-    return next(i for i, m in enumerate(trajectory.messages) if m.role == "tool" and m.tool_call_id == call_id)
+    return next(
+        i for i, m in enumerate(trajectory.messages) if m.role == "tool" and m.tool_call_id == call_id
+    )
 
 
 # --------------------------------------------------------------------------- tasks
@@ -219,7 +231,8 @@ def good_shop_episode() -> Episode:
     """A model-driven, correct solution of :func:`shop_task`."""
     ep = Episode(SHOP_QUERY, task_id=shop_task().task_id)
     ep.step(
-        "The user wants two Nike running shoes from one shop. I'll start with the Pegasus: search 'nike pegasus running'.",
+        "The user wants two Nike running shoes from one shop. I'll start with the Pegasus: "
+        "search 'nike pegasus running'.",
         ("find_product", {"q": "nike pegasus running"}),
     )
     ep.step(
@@ -249,8 +262,8 @@ def good_voucher_episode(ids: str = "3001,3003") -> Episode:
         ("find_product", {"q": "manual can opener"}),
     )
     ep.step(
-        "3003 Manual Can Opener is in s6 at 60. Total 180 exceeds 150, but with one shop the voucher takes 40 "
-        "off: 140 fits the budget. View 3001 and 3003 to confirm the 2pcs option.",
+        "3003 Manual Can Opener is in s6 at 60. Total 180 exceeds 150, but with one shop the voucher "
+        "takes 40 off: 140 fits the budget. View 3001 and 3003 to confirm the 2pcs option.",
         ("view_product_information", {"product_ids": "3001,3003"}),
     )
     ep.step(

@@ -25,7 +25,11 @@ def test_lexical_similarity_is_token_set_cosine() -> None:
 
 
 def test_gt_short_circuits_every_constraint() -> None:
-    gold = GoldItem(product_id="1001", titles=("Totally different words",), price=(PriceConstraint(mode="less than", high=1),))
+    gold = GoldItem(
+        product_id="1001",
+        titles=("Totally different words",),
+        price=(PriceConstraint(mode="less than", high=1),),
+    )
     item = score_item(CAT["1001"], gold, matcher=LEXICAL, threshold=0.5)
     assert item.gt and item.rule == 1.0 and set(item.fields.values()) == {1.0}
 
@@ -33,7 +37,12 @@ def test_gt_short_circuits_every_constraint() -> None:
 def test_correct_shop_task_succeeds() -> None:
     result = outcome(shop_task(), ["1001", "1002"])
     assert result.success
-    assert (result.scores.rule, result.scores.gt, result.scores.product, result.scores.shop) == (1.0, 1.0, 1.0, 1.0)
+    assert (result.scores.rule, result.scores.gt, result.scores.product, result.scores.shop) == (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    )
     assert result.scores.budget is None
 
 
@@ -133,7 +142,9 @@ def test_knowledge_web_rule() -> None:
         product_id="9", shop_id="s", title="Violin Bow Horsetail Hair Full Size Carbon", price=1, sold_count=0
     )
     found = {"9": bow}
-    loose = score_outcome(task, ["9"], found, matcher=LEXICAL, title_threshold=0.5, knowledge_title_threshold=0.7)
+    loose = score_outcome(
+        task, ["9"], found, matcher=LEXICAL, title_threshold=0.5, knowledge_title_threshold=0.7
+    )
     assert loose.scores.fields["kw"] == 1.0 and loose.success
 
 
