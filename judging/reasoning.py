@@ -249,16 +249,16 @@ async def judge_reasoning(
 
     Returns:
         A verdict with a value from {0, .25, .5, .75, 1}; 0 with ``injection_flagged`` when
-        the miner's text addresses the judge; None with ``unscored_cause`` when no judge is
-        configured or it stayed unavailable after ``retries`` retries.
+        the miner's text addresses the judge (found by code even without a judge, or by the
+        judge); None with ``unscored_cause`` when no judge is configured or it stayed
+        unavailable after ``retries`` retries.
     """
+    model = completer.model if completer is not None else None
+    if injection_signals(trajectory):
+        # Code found the miner's text addressing the judge: the lowest value, judge or not.
+        return ReasoningVerdict(value=0.0, model=model, labels=("injection_attempt",), injection_flagged=True)
     if completer is None:
         return ReasoningVerdict(value=None, unscored_cause=DISABLED)
-    signals = injection_signals(trajectory)
-    if signals:
-        return ReasoningVerdict(
-            value=0.0, model=completer.model, labels=("injection_attempt",), injection_flagged=True
-        )
     messages = build_messages(task, trajectory)
     failure = JudgeUnavailable("error", "no attempt made")
     for attempt in range(retries + 1):

@@ -262,3 +262,8 @@ async def test_openai_completer_sends_temperature_zero() -> None:
     await client.aclose()
     assert verdict.value == 0.25 and verdict.model == "judge-m"
     assert seen[0]["temperature"] == 0.0 and seen[0]["model"] == "judge-m"
+
+
+async def test_injection_is_flagged_even_without_a_judge() -> None:
+    verdict = await run(None, injected_in_reasoning())
+    assert verdict.injection_flagged and verdict.value == 0.0 and verdict.model is None
