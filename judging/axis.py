@@ -178,8 +178,8 @@ def template_signature(trajectory: Trajectory) -> str:
     """Return the trajectory's call template: tools in order with where their arguments came from.
 
     Each call becomes ``tool(provenance)``: ``q=query`` (the user's words verbatim), ``q=subset``
-    (only the user's words), ``q=free``; ``ids=top<k>`` (the first k ids of the latest result,
-    in order) or ``ids=other``. Runs of the same token collapse, so a fixed harness maps every
+    (only the user's words), ``q=free``; ``ids=top`` (a prefix of the latest result's ids, in
+    order) or ``ids=other``. Runs of the same token collapse, so a fixed harness maps every
     task to one string while an agent that adapts to what it sees does not.
     """
     query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
