@@ -236,3 +236,28 @@ def judge_unanswered(
         end=end,
         versions=config.versions(judge_model=None),
     )
+
+
+def judgment_summary(judgment: Judgment, *, warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """Return the `arena judge` JSON contract for a Judgment (keys other tools rely on)."""
+    outcome = judgment.outcome
+    return {
+        "task_id": judgment.task_id,
+        "success": judgment.success,
+        "score": judgment.score,
+        "outcome": {
+            "rule": outcome.rule,
+            "gt": outcome.gt,
+            "product": outcome.product,
+            "shop": outcome.shop,
+            "budget": outcome.budget,
+        },
+        "checks": [{"name": c.name, "value": c.value, "explanation": c.explanation} for c in judgment.checks],
+        "rejects": list(judgment.rejects),
+        "axis": judgment.axis,
+        "hallucinated_product_ids": list(judgment.hallucinated_product_ids),
+        "fabricated_call_ids": list(judgment.fabricated_call_ids),
+        "reasoning": {"value": judgment.reasoning.value, "model": judgment.reasoning.model},
+        "versions": judgment.versions.model_dump(mode="json"),
+        "warnings": list(warnings),
+    }

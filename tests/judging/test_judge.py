@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.types import Message, Task, ToolLogEntry, Trajectory, result_hash
-from judging.judge import JudgeConfig, final_score, judge, judge_unanswered
+from judging.judge import JudgeConfig, final_score, judge, judge_unanswered, judgment_summary
 from judging.reasoning import Completer
 from judging.types import CHECK_NAMES, Judgment
 from tests.judging.factory import (
@@ -242,3 +242,27 @@ def test_outcome_dominates(g_s: float, r_s: float, partial_f: float, g_f: float,
         zeroed=False, success=False, partial=partial_f, grounding=g_f, reasoning=r_f, config=CONFIG
     )
     assert success > failure
+
+
+async def test_summary_has_exactly_the_cli_contract() -> None:
+    ep = good_shop_episode()
+    j = await run(shop_task(), ep.trajectory(), ep.log)
+    summary = judgment_summary(j, warnings=["w"])
+    assert set(summary) == {
+        "task_id",
+        "success",
+        "score",
+        "outcome",
+        "checks",
+        "rejects",
+        "axis",
+        "hallucinated_product_ids",
+        "fabricated_call_ids",
+        "reasoning",
+        "versions",
+        "warnings",
+    }
+    assert set(summary["outcome"]) == {"rule", "gt", "product", "shop", "budget"}
+    assert [c["name"] for c in summary["checks"]] == list(CHECK_NAMES)
+    assert set(summary["reasoning"]) == {"value", "model"} and summary["warnings"] == ["w"]
+    json.dumps(summary, allow_nan=False)
