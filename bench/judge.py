@@ -79,7 +79,7 @@ def episode(
             "title": p.title,
             "price": p.price,
             "service": list(p.service),
-            "sold_count": p.sold_count,
+            "sold_count": p.sold_count + 1000 * index,
         }
         for p in list(products.values())[:10]
     ]
@@ -91,8 +91,10 @@ def episode(
             (
                 "find_product",
                 {"q": q, "page": 1 + s % 2},
+                # Every result is unique (sold counts shift per episode and search): no cache hits.
                 json.dumps(
-                    rows + [{"product_id": gold.product_id, "title": gold.title, "price": gold.price}]
+                    [{**r, "sold_count": r["sold_count"] + s} for r in rows]
+                    + [{"product_id": gold.product_id, "title": gold.title, "price": gold.price}]
                 ),
                 f"Searching '{q}'; the last results listed {rows[0]['product_id']} {rows[0]['title']} "
                 f"at {rows[0]['price']}.",

@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from arena.types import Message, ToolLogEntry, Trajectory
@@ -54,11 +55,12 @@ def _text(message: Message) -> str:
     return "\n".join(filter(None, (message.reasoning_content, message.content))).strip()
 
 
-def _result_titles(content: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _result_titles(content: str) -> frozenset[str]:
     try:
         value = json.loads(content)
     except (ValueError, TypeError):
-        return set()
+        return frozenset()
     tokens: set[str] = set()
     stack: list[Any] = [value]
     while stack:
@@ -69,7 +71,7 @@ def _result_titles(content: str) -> set[str]:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return tokens
+    return frozenset(tokens)
 
 
 def _salient(arguments: str) -> tuple[set[str], set[str]]:

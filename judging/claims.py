@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from arena.types import Product
@@ -43,12 +44,17 @@ class Claim:
     correct: bool
 
 
-def result_product_ids(content: str) -> set[str]:
-    """Return every ``product_id`` value inside a JSON tool result (nothing for non-JSON text)."""
+@lru_cache(maxsize=4096)
+def result_product_ids(content: str) -> frozenset[str]:
+    """Return every ``product_id`` value inside a JSON tool result (nothing for non-JSON text).
+
+    Cached by content: the same results are read by grounding and axis, and recur across
+    the trajectories of a round.
+    """
     try:
         value = json.loads(content)
     except (ValueError, TypeError):
-        return set()
+        return frozenset()
     found: set[str] = set()
     stack: list[Any] = [value]
     while stack:
@@ -60,7 +66,7 @@ def result_product_ids(content: str) -> set[str]:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return found
+    return frozenset(found)
 
 
 def _segments(text: str, ids: Iterable[str]) -> Iterator[tuple[str, str]]:
