@@ -152,3 +152,55 @@ class CatalogHasher:
         for item in sorted(self._line_hashes):
             digest.update(item)
         return f"c-{digest.hexdigest()[:32]}"
+
+
+def open_output(path: Path) -> IO[str]:
+    """Open a catalog file for writing, gzip-compressed when the name ends in ``.gz``.
+
+    The gzip header carries no file name and a zero time stamp, so equal content gives equal
+    bytes (synthetic catalogs promise "same seed, same bytes").
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".gz":
+        raw = path.open("wb")
+        compressed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6)
+        # Closing the wrapper closes the gzip stream; the raw file must be closed with it.
+        return _ClosingTextWrapper(compressed, raw)
+    return path.open("w", encoding="utf-8", newline="\n")
+
+
+class _ClosingTextWrapper(io.TextIOWrapper):
+    """A UTF-8 text wrapper over a gzip stream that also closes the underlying file."""
+
+    def __init__(self, compressed: gzip.GzipFile, raw: IO[bytes]) -> None:
+        super().__init__(compressed, encoding="utf-8", newline="\n")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
+
+
+def write_products(
+    products: Iterable[Product], path: Path, *, on_product: Callable[[int], None] | None = None
+) -> int:
+    """Stream products to a plain product JSONL file (``.gz`` compresses), one `product_line` each.
+
+    Args:
+        products: any iterable; consumed once, never held in memory.
+        path: the output file; parent folders are created.
+        on_product: called with the running count after each product (for progress).
+
+    Returns:
+        The number of products written.
+    """
+    count = 0
+    with open_output(path) as handle:
+        for product in products:
+            handle.write(product_line(product))
+            count += 1
+            if on_product is not None:
+                on_product(count)
+    return count

@@ -145,6 +145,9 @@ class GoldItem(Frozen):
     sku_options: tuple[dict[str, str], ...] = ()
     # One mapping per requested attribute, {key: [values]}; ShoppingBench's `attributes` list.
     attributes: tuple[dict[str, tuple[str, ...]], ...] = ()
+    # The full reference product where the source carries one (ShoppingBench's knowledge tasks
+    # give the whole record as their reward), so a catalog can be rebuilt from the task alone.
+    product: Product | None = None
 
     def constraint_count(self) -> int:
         """Count the constraints beyond the title (used for difficulty and by the judge)."""
@@ -202,6 +205,9 @@ class Task(Frozen):
     voucher: Voucher | None = None
     budget: float | None = Field(default=None, gt=0)
     knowledge_attribute: str | None = None
+    # The row's original Knowledge_Attribute where it was a JSON number (ShoppingBench has a
+    # few, e.g. years); ``knowledge_attribute`` holds its string form. Not part of the task id.
+    knowledge_attribute_raw: int | float | None = None
     difficulty: Difficulty = "medium"
     catalog_version: str | None = None
     generator_version: str = "import"
@@ -224,10 +230,15 @@ class Task(Frozen):
 
     def definition(self) -> dict[str, Any]:
         """Return the fields that define the task (what its id hashes)."""
-        return self.model_dump(
+        data = self.model_dump(
             mode="json",
             include={"intent", "query", "gold", "voucher", "budget", "knowledge_attribute"},
         )
+        # An absent reference product leaves the id exactly as it was before the field existed.
+        for item in data["gold"]:
+            if item.get("product") is None:
+                item.pop("product", None)
+        return data
 
 
 def task_content_id(task: Task) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from neurons.cli import catalog
+
 app = typer.Typer(
     name="arena",
     help="Shopping Arena: a Bittensor subnet that judges shopping agents and curates their traces.",
@@ -11,6 +13,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+app.add_typer(catalog.app, name="catalog")
 
 
 def main() -> None:
