@@ -10,7 +10,7 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install install-local-llm lint test test-slow test-local-llm test-train demo bench clean
+.PHONY: install install-local-llm tools lint test test-slow test-local-llm test-train demo bench clean
 
 install: $(STAMP)
 
@@ -27,12 +27,16 @@ $(LOCAL_LLM_STAMP): $(STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q -e '.[dev,local-llm]'
 	@touch $@
 
+# promtool and docker-compose (Debian packages) for the deploy/ checks; a no-op when present.
+tools:
+	@bash deploy/tools.sh
+
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: install lint
+test: install lint tools
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 test-slow: install
