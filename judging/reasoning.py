@@ -35,8 +35,10 @@ GATES = ("inference_present", "tool_results_analysed", "datum_cited", "candidate
 OUTAGE_CAUSES = ("timeout", "error", "unparseable")
 DISABLED = "disabled"
 SKIPPED = "skipped"
-FIELD_CHARS = 4000
-TOOL_CHARS = 1200
+# (assistant field, tool result) character limits, tried in order until the rendered episode
+# fits MAX_EPISODE_CHARS (about 12k tokens), so a long episode cannot overflow a small judge.
+LIMITS = ((4000, 1200), (1500, 400), (600, 150), (200, 60))
+MAX_EPISODE_CHARS = 48_000
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _INJECTION = [
     re.compile(p, re.IGNORECASE)
@@ -131,27 +133,38 @@ def _cut(text: str | None, limit: int) -> str | None:
     return text[:limit] + f" …[{len(text) - limit} chars cut]"
 
 
-def render_trajectory(trajectory: Trajectory) -> str:
-    """Render the trajectory as JSON data with every ``<`` and ``>`` escaped, so it cannot close its block."""
+def _rows(trajectory: Trajectory, field_chars: int, tool_chars: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for m in trajectory.messages:
         if m.role == "system":
             continue
         row: dict[str, Any] = {"role": m.role}
-        limit = TOOL_CHARS if m.role == "tool" else FIELD_CHARS
         if m.reasoning_content:
-            row["reasoning"] = _cut(m.reasoning_content, FIELD_CHARS)
+            row["reasoning"] = _cut(m.reasoning_content, field_chars)
         if m.content:
-            row["content"] = _cut(m.content, limit)
+            row["content"] = _cut(m.content, tool_chars if m.role == "tool" else field_chars)
         if m.tool_calls:
             row["tool_calls"] = [
-                {"id": c.id, "name": c.function.name, "arguments": _cut(c.function.arguments, FIELD_CHARS)}
+                {"id": c.id, "name": c.function.name, "arguments": _cut(c.function.arguments, field_chars)}
                 for c in m.tool_calls
             ]
         if m.tool_call_id:
             row["tool_call_id"] = m.tool_call_id
         rows.append(row)
-    text = json.dumps(rows, ensure_ascii=False, indent=1)
+    return rows
+
+
+def render_trajectory(trajectory: Trajectory) -> str:
+    """Render the trajectory as JSON data with every ``<`` and ``>`` escaped, so it cannot close its block.
+
+    Long fields are cut, more tightly the longer the episode (``LIMITS``), to stay within
+    ``MAX_EPISODE_CHARS`` where the cuts allow.
+    """
+    text = ""
+    for field_chars, tool_chars in LIMITS:
+        text = json.dumps(_rows(trajectory, field_chars, tool_chars), ensure_ascii=False, indent=1)
+        if len(text) <= MAX_EPISODE_CHARS:
+            break
     return text.replace("<", "\\u003c").replace(">", "\\u003e")
 
 

@@ -267,3 +267,14 @@ async def test_openai_completer_sends_temperature_zero() -> None:
 async def test_injection_is_flagged_even_without_a_judge() -> None:
     verdict = await run(None, injected_in_reasoning())
     assert verdict.injection_flagged and verdict.value == 0.0 and verdict.model is None
+
+
+def test_long_episodes_are_cut_to_fit() -> None:
+    ep = Episode("q")
+    for i in range(30):
+        ep.step("x" * 5000, ("find_product", {"q": f"nike {i}"}))
+    rendered = render_trajectory(ep.trajectory())
+    assert len(rendered) <= 48_000 * 1.2  # escapes may lengthen it slightly
+    assert "chars cut]" in rendered
+    short = render_trajectory(good_shop_episode().trajectory())
+    assert "chars cut]" not in short
