@@ -100,7 +100,7 @@ CURATION_ROWS = Gauge(
     ["stage", "direction"],
     multiprocess_mode="mostrecent",
 )
-JOB_FAILURES = Counter("arena_job_failures_total", "Scheduler job runs that raised.", ["job"])
+JOB_FAILURES = Counter("arena_job_failures_total", "Scheduler job runs that raised.", ["job_name"])
 
 # ---------------------------------------------------------------- miner side
 MINER_TASKS = Counter("arena_miner_tasks_total", "Tasks received by the miner, by result.", ["result"])

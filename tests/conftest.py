@@ -1,10 +1,17 @@
-"""Shared fixtures: the 20-product fixture catalog and its path."""
+"""Shared fixtures: the 20-product fixture catalog and its path; a throwaway PostgreSQL server."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.postgres import postgres_server, postgres_url  # noqa: F401  (a throwaway PostgreSQL for any test)
+
+if TYPE_CHECKING:
+    from arena.index import SearchIndex
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -37,3 +44,23 @@ def shoppingbench_dir() -> Path:
 def shoppingbench_files(shoppingbench_dir: Path) -> list[Path]:
     """The four ShoppingBench task files, in a fixed order."""
     return sorted(shoppingbench_dir.glob("synthesize_*_test.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def fixture_index_dir(fixture_catalog_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A search index built once from the fixture catalog (read-only for tests)."""
+    from arena.index import build_index
+
+    index_dir = tmp_path_factory.mktemp("fixture-index") / "index"
+    build_index([fixture_catalog_path], index_dir)
+    return index_dir
+
+
+@pytest.fixture(scope="session")
+def fixture_index(fixture_index_dir: Path) -> Iterator[SearchIndex]:
+    """The fixture catalog's search index, opened once for the session."""
+    from arena.index import open_index
+
+    index = open_index(fixture_index_dir)
+    yield index
+    index.close()

@@ -251,11 +251,11 @@ def overview() -> Json:
             panel(
                 "timeseries",
                 "Job failures",
-                "Scheduler job runs that raised, per hour (label exported_job).",
+                "Scheduler job runs that raised, per hour (label job_name).",
                 [
                     target(
-                        f"sum by (exported_job) (increase(arena_job_failures_total{{{V}}}[1h]))",
-                        "{{exported_job}}",
+                        f"sum by (job_name) (increase(arena_job_failures_total{{{V}}}[1h]))",
+                        "{{job_name}}",
                     )
                 ],
             ),

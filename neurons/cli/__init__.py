@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog
+from neurons.cli import catalog, tools
 
 app = typer.Typer(
     name="arena",
@@ -15,6 +15,7 @@ app = typer.Typer(
 )
 
 app.add_typer(catalog.app, name="catalog")
+app.add_typer(tools.app, name="tools")
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The `arena catalog` commands: make a synthetic catalog, or rebuild one from ShoppingBench tasks."""
+"""The `arena catalog` commands: make a synthetic catalog, rebuild one from ShoppingBench tasks, index one."""
 
 from __future__ import annotations
 
@@ -15,13 +15,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arena.catalog import write_products
-from arena.errors import InvalidTask
+from arena.errors import CatalogError, InvalidTask, SearchIndexError
 from arena.from_tasks import build_from_tasks
+from arena.index import build_index
 from arena.shoppingbench import intent_from_path, load_shoppingbench
 from arena.synth import iter_synth_products
 from arena.types import Task
 
-app = typer.Typer(help="Make product catalogs (synthetic, or rebuilt from tasks).", no_args_is_help=True)
+app = typer.Typer(
+    help="Make product catalogs (synthetic, or rebuilt from tasks) and index them.", no_args_is_help=True
+)
 
 PROGRESS_EVERY = 5000
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")]
@@ -134,6 +137,42 @@ def from_tasks(
         conflicts=conflicts,
     )
     _report(summary, as_json, f"wrote {written} products ({len(catalog.gold_ids)} gold) to {out}")
+
+
+@app.command("build")
+def build(
+    catalog: Annotated[
+        list[Path], typer.Option("--catalog", help="Catalog file (.jsonl or .jsonl.gz); repeat for several.")
+    ],
+    index: Annotated[Path, typer.Option("--index", help="Index directory (an existing index is replaced).")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Build the search index (BM25 over titles, SKU and attribute values, and the product store).
+
+    Duplicate product ids keep their first occurrence; they and unparsable rows are counted as
+    bad rows. See docs/search.md.
+
+    Example: arena catalog build --catalog catalog.jsonl.gz --index data/index --json
+    """
+    missing = [str(path) for path in catalog if not path.is_file()]
+    if missing:
+        raise _fail(f"catalog file not found: {', '.join(missing)}")
+    try:
+        with _progress("index", None) as advance:
+            report = build_index(catalog, index, progress=advance)
+    except (CatalogError, SearchIndexError) as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        typer.echo(json.dumps({"index": str(index), **asdict(report)}, ensure_ascii=False))
+        return
+    typer.echo(
+        f"indexed {report.products} products into {index} in {report.seconds:.1f} s "
+        f"({report.bytes_on_disk} bytes, catalog {report.catalog_version})"
+    )
+    if report.bad_rows:
+        typer.echo(f"{report.bad_rows} bad rows skipped ({report.duplicates} duplicate ids), first ones:")
+        for line in report.bad_row_samples:
+            typer.echo(f"  {line}")
 
 
 def load_task_files(paths: list[Path]) -> list[Task]:

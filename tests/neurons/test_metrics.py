@@ -29,7 +29,7 @@ BOUNDED_LABELS = {
     "code",  # HTTP status code
     "direction",  # in, out
     "end",  # EpisodeEnd values
-    "job",  # scheduler job name
+    "job_name",  # scheduler job name
     "kind",  # miner request failure kind
     "op",  # database operation
     "pool",  # task pool name

@@ -1,0 +1,320 @@
+"""Episodes on the tool server: HMAC capability tokens, per-episode budgets, and the tool log."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInvalid
+from arena.tools import ToolContext, canonical_arguments, run_tool
+from arena.types import ToolLogEntry, canonical_json, result_hash
+
+logger = logging.getLogger(__name__)
+
+_TOKEN_VERSION = "at1"
+# Domain separation: a MAC over these bytes can never be confused with another use of the secret.
+_MAC_CONTEXT = b"shopping-arena/episode-token/v1\n"
+_MAX_TOKEN_CHARS = 2048
+_MAX_TOOL_NAME_CHARS = 64
+MIN_SECRET_BYTES = 16
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Per-episode limits: how many tool calls, and how many seconds after opening calls are accepted."""
+
+    max_calls: int
+    max_seconds: float
+
+    def __post_init__(self) -> None:
+        if self.max_calls < 1 or not (math.isfinite(self.max_seconds) and self.max_seconds > 0):
+            raise ValueError(f"budgets must be positive and finite: {self}")
+
+
+@dataclass(frozen=True)
+class TokenClaims:
+    """What an episode token vouches for (``expires_at`` in unix seconds)."""
+
+    episode_id: str
+    miner_hotkey: str
+    task_id: str
+    expires_at: int
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class EpisodeTokens:
+    """Mints and verifies capability tokens: ``at1.<claims>.<HMAC-SHA256>``, base64url, unpadded."""
+
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < MIN_SECRET_BYTES:
+            raise ValueError(f"the token secret must be at least {MIN_SECRET_BYTES} bytes")
+        self._secret = secret
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._secret, _MAC_CONTEXT + payload, hashlib.sha256).digest()
+
+    def mint(self, claims: TokenClaims) -> str:
+        """Return a token for ``claims``."""
+        payload = canonical_json(
+            {"e": claims.episode_id, "h": claims.miner_hotkey, "t": claims.task_id, "x": claims.expires_at}
+        ).encode("utf-8")
+        return f"{_TOKEN_VERSION}.{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def claims(self, token: str) -> TokenClaims:
+        """Return the claims of an authentic token, ignoring its expiry.
+
+        Raises:
+            TokenInvalid: the token is malformed or its MAC does not verify.
+        """
+        parts = token.split(".") if len(token) <= _MAX_TOKEN_CHARS else []
+        if len(parts) != 3 or parts[0] != _TOKEN_VERSION:
+            raise TokenInvalid("malformed episode token")
+        try:
+            payload, mac = _unb64(parts[1]), _unb64(parts[2])
+        except (binascii.Error, ValueError):
+            raise TokenInvalid("malformed episode token") from None
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise TokenInvalid("episode token signature does not verify")
+        body: dict[str, Any] = json.loads(payload)
+        return TokenClaims(
+            episode_id=body["e"], miner_hotkey=body["h"], task_id=body["t"], expires_at=body["x"]
+        )
+
+    def verify(self, token: str, *, now: float) -> TokenClaims:
+        """Return the claims of an authentic, unexpired token.
+
+        Raises:
+            TokenInvalid: malformed or forged.
+            TokenExpired: authentic but ``now`` is past its expiry.
+        """
+        claims = self.claims(token)
+        if now >= claims.expires_at:
+            raise TokenExpired(f"episode token expired at {claims.expires_at}")
+        return claims
+
+
+class ToolLogStore(Protocol):
+    """Where tool-log entries go; ``storage`` provides a persistent implementation."""
+
+    def append(self, entry: ToolLogEntry) -> None:
+        """Record one executed tool call."""
+        ...
+
+    def entries(self, episode_id: str) -> list[ToolLogEntry]:
+        """Return an episode's entries ordered by ``seq``."""
+        ...
+
+
+class InMemoryToolLog:
+    """A thread-safe in-memory tool log (tests, practice mode, and until storage persists it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, list[ToolLogEntry]] = {}
+
+    def append(self, entry: ToolLogEntry) -> None:
+        """Record one executed tool call."""
+        with self._lock:
+            self._entries.setdefault(entry.episode_id, []).append(entry)
+
+    def entries(self, episode_id: str) -> list[ToolLogEntry]:
+        """Return an episode's entries ordered by ``seq`` (concurrent calls may finish out of order)."""
+        with self._lock:
+            return sorted(self._entries.get(episode_id, ()), key=lambda e: e.seq)
+
+    def discard(self, episode_id: str) -> None:
+        """Forget an episode's entries (the registry prunes long-expired episodes to bound memory)."""
+        with self._lock:
+            self._entries.pop(episode_id, None)
+
+
+@dataclass
+class _Episode:
+    claims: TokenClaims
+    budgets: Budgets
+    opened_at: float
+    calls: int = 0
+    closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+class EpisodeRegistry:
+    """Open episodes: tokens, budgets and the log of every call made with them.
+
+    Thread-safe: tool calls run in a thread pool, and concurrent calls of one episode get unique,
+    increasing ``seq`` in arrival order.
+    """
+
+    def __init__(
+        self,
+        tokens: EpisodeTokens,
+        log: ToolLogStore | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        token_grace_s: float = 300.0,
+        max_episodes: int = 100_000,
+    ) -> None:
+        """Create a registry.
+
+        Args:
+            tokens: mints and verifies the episode tokens (holds the server secret).
+            log: where call entries go; an ``InMemoryToolLog`` when omitted.
+            clock: unix time in seconds (injectable for tests).
+            token_grace_s: how long a token outlives the wall-time budget, so that a late call
+                gets a clear 429 "wall time spent" rather than a bare "expired".
+            max_episodes: episodes kept at once; expired ones are pruned to make room.
+        """
+        self._tokens = tokens
+        self._log: ToolLogStore = log if log is not None else InMemoryToolLog()
+        self._clock = clock
+        self._grace = token_grace_s
+        self._max_episodes = max_episodes
+        self._lock = threading.Lock()
+        self._episodes: dict[str, _Episode] = {}
+
+    def open_episode(self, task_id: str, miner_hotkey: str, budgets: Budgets) -> tuple[str, str]:
+        """Open an episode and return ``(episode_id, token)``.
+
+        Raises:
+            BudgetExhausted: the registry is full even after pruning expired episodes.
+        """
+        now = self._clock()
+        episode_id = f"ep-{uuid.uuid4().hex}"
+        expires_at = math.ceil(now + budgets.max_seconds + self._grace)
+        claims = TokenClaims(episode_id, miner_hotkey, task_id, expires_at)
+        with self._lock:
+            if len(self._episodes) >= self._max_episodes:
+                self._prune_locked(now)
+            if len(self._episodes) >= self._max_episodes:
+                raise BudgetExhausted(f"too many open episodes ({self._max_episodes}); try again later")
+            self._episodes[episode_id] = _Episode(claims=claims, budgets=budgets, opened_at=now)
+        logger.debug("episode_open episode=%s task=%s hotkey=%s", episode_id, task_id, miner_hotkey)
+        return episode_id, self._tokens.mint(claims)
+
+    def close_episode(self, episode_id: str) -> None:
+        """Close an episode: its token is refused from now on; its log stays readable."""
+        with self._lock:
+            episode = self._episodes.get(episode_id)
+            if episode is not None:
+                episode.closed = True
+
+    def log(self, episode_id: str) -> list[ToolLogEntry]:
+        """Return the episode's tool log, ordered by ``seq``."""
+        return self._log.entries(episode_id)
+
+    def authorize(self, token: str) -> TokenClaims:
+        """Return the claims of a token that may make calls now.
+
+        Raises:
+            TokenInvalid, TokenExpired: the token itself is bad (HTTP 401).
+            EpisodeClosed: the episode is closed or unknown here (HTTP 403).
+        """
+        claims = self._tokens.verify(token, now=self._clock())
+        self._open_episode(claims)
+        return claims
+
+    def log_for_token(self, token: str, episode_id: str) -> list[ToolLogEntry]:
+        """Return an episode's log to the holder of its token (expired or closed tokens included).
+
+        Raises:
+            TokenInvalid: the token is malformed or forged.
+            EpisodeClosed: the token is for another episode.
+        """
+        claims = self._tokens.claims(token)
+        if not hmac.compare_digest(claims.episode_id.encode(), episode_id.encode()):
+            raise EpisodeClosed("this token belongs to another episode")
+        return self.log(episode_id)
+
+    def call_tool(
+        self, token: str, name: str, arguments: str | dict[str, Any], *, call_id: str | None, ctx: ToolContext
+    ) -> ToolLogEntry:
+        """Authorize, charge the budget, run one tool call and append it to the log.
+
+        Agent faults in the call itself (unknown tool, bad arguments) are logged results with
+        status ``error``; only token and budget problems raise.
+
+        Raises:
+            TokenInvalid, TokenExpired, EpisodeClosed, BudgetExhausted.
+        """
+        claims = self._tokens.verify(token, now=self._clock())
+        seq = self._charge(claims)
+        started = self._now()
+        result = run_tool(name, arguments, ctx)
+        finished = self._now()
+        entry = ToolLogEntry(
+            episode_id=claims.episode_id,
+            seq=seq,
+            call_id=call_id,
+            tool=name[:_MAX_TOOL_NAME_CHARS],
+            arguments=canonical_arguments(name, arguments),
+            result=result.content,
+            result_hash=result_hash(result.content),
+            status="error" if result.error else "ok",
+            started_at=started,
+            finished_at=finished,
+        )
+        self._log.append(entry)
+        logger.debug(
+            "tool_call episode=%s seq=%d tool=%s status=%s", claims.episode_id, seq, name, entry.status
+        )
+        return entry
+
+    def prune(self) -> list[str]:
+        """Forget episodes whose tokens have expired (their logs too, if the log is in memory)."""
+        with self._lock:
+            return self._prune_locked(self._clock())
+
+    def _prune_locked(self, now: float) -> list[str]:
+        gone = [eid for eid, ep in self._episodes.items() if now >= ep.claims.expires_at]
+        for episode_id in gone:
+            del self._episodes[episode_id]
+            if isinstance(self._log, InMemoryToolLog):
+                self._log.discard(episode_id)
+        return gone
+
+    def _open_episode(self, claims: TokenClaims) -> _Episode:
+        with self._lock:
+            episode = self._episodes.get(claims.episode_id)
+        if episode is None:
+            raise EpisodeClosed("unknown episode (closed and forgotten, or opened by another server)")
+        if episode.claims != claims:
+            raise TokenInvalid("episode token does not match its episode")
+        if episode.closed:
+            raise EpisodeClosed("episode is closed")
+        return episode
+
+    def _charge(self, claims: TokenClaims) -> int:
+        episode = self._open_episode(claims)
+        with episode.lock:
+            if episode.closed:
+                raise EpisodeClosed("episode is closed")
+            if episode.calls >= episode.budgets.max_calls:
+                raise BudgetExhausted(f"tool-call budget spent ({episode.budgets.max_calls} calls)")
+            elapsed = self._clock() - episode.opened_at
+            if elapsed > episode.budgets.max_seconds:
+                raise BudgetExhausted(f"wall-time budget spent ({episode.budgets.max_seconds:g} s)")
+            seq = episode.calls
+            episode.calls += 1
+        return seq
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock(), UTC)

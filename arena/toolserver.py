@@ -1,0 +1,285 @@
+"""The HTTP tool server: a FastAPI router (mounted by the validator) and a standalone app factory.
+
+Routes: ``GET /v1/tools``, ``POST /v1/tools/{name}`` (``Authorization: Bearer <episode token>``,
+``X-Arena-Call-Id``), and in practice mode ``POST /v1/practice/episodes`` and
+``GET /v1/episodes/{episode_id}/log``; the standalone app adds ``GET /health``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
+from arena.errors import BudgetExhausted, EpisodeClosed, EpisodeError, TokenExpired, TokenInvalid
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_schemas
+
+logger = logging.getLogger(__name__)
+
+PRACTICE_HOTKEY = "practice"
+DEFAULT_PRACTICE_BUDGETS = Budgets(max_calls=100, max_seconds=900.0)
+_STATUS = {TokenInvalid: 401, TokenExpired: 401, EpisodeClosed: 403, BudgetExhausted: 429}
+# The characters that matter for nesting: brackets count only outside strings.
+_JSON_SPECIAL = re.compile(rb'["\\\[\]{}]')
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on request bodies, checked before any JSON parsing."""
+
+    max_body_bytes: int = 64 * 1024
+    max_json_depth: int = 8
+
+
+class ToolCallResponse(BaseModel):
+    """The result of one tool call; ``content`` goes verbatim into the agent's tool message."""
+
+    call_id: str | None
+    tool: str
+    content: str
+    error: bool
+    seq: int
+
+
+class PracticeRequest(BaseModel):
+    """Optional body of ``POST /v1/practice/episodes``."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
+
+    task_id: str = Field(default="practice", min_length=1, max_length=128)
+
+
+def json_depth(body: bytes) -> int:
+    """Return the deepest nesting of objects and arrays in a JSON text, in one pass, without parsing it.
+
+    Only quotes, backslashes and brackets are visited, so the scan stays linear on hostile input.
+    """
+    depth = deepest = 0
+    in_string = False
+    skip_at = -1
+    for match in _JSON_SPECIAL.finditer(body):
+        pos = match.start()
+        char = body[pos : pos + 1]
+        if pos == skip_at:
+            continue
+        if in_string:
+            if char == b"\\":
+                skip_at = pos + 1
+            elif char == b'"':
+                in_string = False
+        elif char == b'"':
+            in_string = True
+        elif char in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+async def read_capped_body(request: Request, limits: Limits) -> bytes:
+    """Read a request body, refusing (413) one over the size or depth cap before it is parsed."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limits.max_body_bytes:
+            raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if json_depth(body) > limits.max_json_depth:
+        raise HTTPException(413, f"request JSON nested deeper than {limits.max_json_depth} levels")
+    return body
+
+
+def _bearer(authorization: str | None) -> str:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
+    return token.strip()
+
+
+def _episode_http_error(exc: EpisodeError) -> HTTPException:
+    status = next((code for kind, code in _STATUS.items() if isinstance(exc, kind)), 403)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return HTTPException(status, str(exc), headers=headers)
+
+
+def short_validation_message(errors: Any) -> str:
+    """Summarise pydantic/FastAPI validation errors as one short line."""
+    parts = []
+    for err in list(errors)[:3]:
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "request"
+        parts.append(f"{where}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request"
+
+
+async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
+    errors = exc.errors() if isinstance(exc, RequestValidationError | ValidationError) else []
+    return JSONResponse({"detail": short_validation_message(errors)}, status_code=422)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Install the short 422 handler on an app (the validator calls this for its own app too)."""
+    app.add_exception_handler(RequestValidationError, _validation_handler)
+    app.add_exception_handler(ValidationError, _validation_handler)
+
+
+def create_tool_router(
+    registry: EpisodeRegistry,
+    ctx: ToolContext,
+    *,
+    practice: Budgets | None = None,
+    limits: Limits | None = None,
+) -> APIRouter:
+    """Build the tool routes.
+
+    Args:
+        registry: the episodes whose tokens may call tools, and their logs.
+        ctx: the index and tool set the tools run against.
+        practice: budgets of practice episodes; ``None`` turns practice routes off.
+        limits: request body caps.
+    """
+    router = APIRouter()
+    limits = limits or Limits()
+    # Built once: generating the schemas from the models costs about a millisecond.
+    listing = {
+        "toolset": ctx.toolset,
+        "catalog_version": ctx.index.catalog_version,
+        "tools": tool_schemas(ctx.toolset),
+    }
+
+    @router.get("/v1/tools")
+    async def list_tools() -> dict[str, Any]:
+        return listing
+
+    @router.post("/v1/tools/{name}")
+    async def call_tool(
+        name: str,
+        request: Request,
+        authorization: str | None = Header(default=None),
+        x_arena_call_id: str | None = Header(default=None, max_length=128),
+    ) -> ToolCallResponse:
+        token = _bearer(authorization)
+        try:
+            registry.authorize(token)  # refuse before reading the body
+            body = (await read_capped_body(request, limits)).decode("utf-8")
+            entry = await run_in_threadpool(
+                registry.call_tool, token, name, body, call_id=x_arena_call_id, ctx=ctx
+            )
+        except EpisodeError as exc:
+            raise _episode_http_error(exc) from None
+        except UnicodeDecodeError:
+            raise HTTPException(422, "request body is not UTF-8") from None
+        return ToolCallResponse(
+            call_id=entry.call_id,
+            tool=name,
+            content=entry.result,
+            error=entry.status == "error",
+            seq=entry.seq,
+        )
+
+    if practice is not None:
+        _add_practice_routes(router, registry, practice, limits)
+    return router
+
+
+def _add_practice_routes(
+    router: APIRouter, registry: EpisodeRegistry, budgets: Budgets, limits: Limits
+) -> None:
+    @router.post("/v1/practice/episodes")
+    async def open_practice_episode(request: Request) -> dict[str, Any]:
+        body = await read_capped_body(request, limits)
+        try:
+            asked = PracticeRequest.model_validate_json(body) if body.strip() else PracticeRequest()
+        except ValidationError as exc:
+            raise HTTPException(422, short_validation_message(exc.errors(include_url=False))) from None
+        try:
+            episode_id, token = registry.open_episode(asked.task_id, PRACTICE_HOTKEY, budgets)
+        except EpisodeError as exc:
+            raise _episode_http_error(exc) from None
+        logger.info("practice_episode episode=%s task=%s", episode_id, asked.task_id)
+        return {
+            "episode_id": episode_id,
+            "token": token,
+            "budgets": {"max_calls": budgets.max_calls, "max_seconds": budgets.max_seconds},
+        }
+
+    @router.get("/v1/episodes/{episode_id}/log")
+    async def episode_log(
+        episode_id: str, authorization: str | None = Header(default=None)
+    ) -> dict[str, Any]:
+        token = _bearer(authorization)
+        try:
+            entries = registry.log_for_token(token, episode_id)
+        except EpisodeError as exc:
+            raise _episode_http_error(exc) from None
+        return {"episode_id": episode_id, "entries": [e.model_dump(mode="json") for e in entries]}
+
+
+def create_tool_app(
+    ctx: ToolContext,
+    *,
+    registry: EpisodeRegistry | None = None,
+    secret: bytes | None = None,
+    practice: Budgets | None = None,
+    limits: Limits | None = None,
+) -> FastAPI:
+    """Build the standalone tool server (what `arena tools serve` runs).
+
+    Args:
+        ctx: the index and tool set.
+        registry: the episode registry; built from ``secret`` with an in-memory log when omitted.
+        secret: the token secret, required when ``registry`` is omitted.
+        practice: budgets of practice episodes; ``None`` turns practice mode off.
+        limits: request body caps.
+
+    Raises:
+        ValueError: neither a registry nor a secret, or an unknown tool set.
+    """
+    if ctx.toolset not in TOOLSETS:
+        raise ValueError(f"unknown tool set {ctx.toolset!r} (known: {', '.join(TOOLSETS)})")
+    if registry is None:
+        if secret is None:
+            raise ValueError("create_tool_app needs a registry or a token secret")
+        registry = EpisodeRegistry(EpisodeTokens(secret))
+    app = FastAPI(title="Shopping Arena tool server", version=ctx.toolset, docs_url=None, redoc_url=None)
+    add_error_handlers(app)
+    app.include_router(create_tool_router(registry, ctx, practice=practice, limits=limits))
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "toolset": ctx.toolset,
+            "catalog_version": ctx.index.catalog_version,
+            "products": len(ctx.index),
+            "practice": practice is not None,
+        }
+
+    return app
+
+
+__all__ = [
+    "DEFAULT_PRACTICE_BUDGETS",
+    "DEFAULT_TOOLSET",
+    "Limits",
+    "PracticeRequest",
+    "ToolCallResponse",
+    "add_error_handlers",
+    "create_tool_app",
+    "create_tool_router",
+    "json_depth",
+    "read_capped_body",
+]

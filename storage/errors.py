@@ -1,0 +1,28 @@
+"""Errors of the storage package.
+
+StorageError
+├── SchemaError      the database has no schema version, an unknown (newer) one, or is behind head
+├── ConflictError    a write reuses a key (episode id, task id, round id) with different content
+└── MissingRecord    a write refers to a record that is not stored (task, round, episode)
+
+Every database failure leaves storage as a ``StorageError`` (raised ``from`` the driver's
+error), so callers never need to import SQLAlchemy or a driver to handle one.
+"""
+
+from __future__ import annotations
+
+
+class StorageError(Exception):
+    """Base of every error raised by the storage package."""
+
+
+class SchemaError(StorageError):
+    """The database schema is not the one this code knows; the process must not run on it."""
+
+
+class ConflictError(StorageError):
+    """A key is already stored with different content (a retried write with the same content is fine)."""
+
+
+class MissingRecord(StorageError):
+    """A write refers to a task, round or episode that is not stored."""

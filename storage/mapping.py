@@ -1,0 +1,196 @@
+"""Map domain values (arena.types, judging.types, storage.records) to ORM rows and back.
+
+Reading back re-validates: a task's id and a judgment's content hash are recomputed by their
+models, so a stored value that no longer matches its address fails loudly instead of being
+served silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from arena.types import Task, ToolLogEntry, Trajectory, content_hash
+from judging.types import Judgment
+from storage.errors import StorageError
+from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
+from storage.records import EpisodeRecord
+
+M = TypeVar("M", bound=BaseModel)
+
+# Task fields kept in columns as well as in the task JSON; the columns are authoritative.
+TASK_COLUMNS = (
+    "intent",
+    "pool",
+    "leak_cluster",
+    "catalog_version",
+    "generator_version",
+    "difficulty",
+    "source",
+)
+
+
+def task_to_row(task: Task, *, now: datetime) -> TaskRow:
+    """Build the row of a new task."""
+    row = TaskRow(task_id=task.task_id, task=task.model_dump(mode="json"), created_at=now)
+    for name in TASK_COLUMNS:
+        setattr(row, name, getattr(task, name))
+    return row
+
+
+def row_to_task(row: TaskRow) -> Task:
+    """Rebuild a task; pool and bookkeeping come from the columns (they change, the JSON may lag)."""
+    data = {**row.task, **{name: getattr(row, name) for name in TASK_COLUMNS}}
+    return _validate(Task, data, f"task {row.task_id}")
+
+
+def episode_content_hash(
+    episode: EpisodeRecord, trajectory: Trajectory | None, tool_log: Sequence[ToolLogEntry]
+) -> str:
+    """Address an episode, its trajectory and its tool log together (a retried write hashes the same)."""
+    return content_hash(
+        {
+            "episode": episode.model_dump(mode="json"),
+            "trajectory": trajectory.to_wire() if trajectory is not None else None,
+            "tool_log": [entry.model_dump(mode="json") for entry in tool_log],
+        },
+        prefix="e-",
+    )
+
+
+def episode_to_row(
+    episode: EpisodeRecord, trajectory: Trajectory | None, *, content_hash: str, now: datetime
+) -> EpisodeRow:
+    """Build the row of an episode."""
+    return EpisodeRow(
+        episode_id=episode.episode_id,
+        round_id=episode.round_id,
+        task_id=episode.task_id,
+        miner_hotkey=episode.miner_hotkey,
+        miner_uid=episode.miner_uid,
+        validator_hotkey=episode.validator_hotkey,
+        started_at=episode.started_at,
+        finished_at=episode.finished_at,
+        end_reason=episode.end,
+        trajectory=trajectory.to_wire() if trajectory is not None else None,
+        content_hash=content_hash,
+        stored_at=now,
+    )
+
+
+def row_to_episode(row: EpisodeRow) -> EpisodeRecord:
+    """Rebuild an episode record."""
+    data = {
+        "episode_id": row.episode_id,
+        "round_id": row.round_id,
+        "task_id": row.task_id,
+        "miner_hotkey": row.miner_hotkey,
+        "miner_uid": row.miner_uid,
+        "validator_hotkey": row.validator_hotkey,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "end": row.end_reason,
+    }
+    return _validate(EpisodeRecord, data, f"episode {row.episode_id}")
+
+
+def row_to_trajectory(row: EpisodeRow) -> Trajectory | None:
+    """Rebuild the episode's trajectory (None for an unanswered episode)."""
+    if row.trajectory is None:
+        return None
+    return _validate(Trajectory, row.trajectory, f"trajectory of episode {row.episode_id}")
+
+
+def log_to_row(entry: ToolLogEntry) -> ToolLogRow:
+    """Build the row of one tool log entry."""
+    return ToolLogRow(
+        episode_id=entry.episode_id,
+        seq=entry.seq,
+        call_id=entry.call_id,
+        tool=entry.tool,
+        arguments=entry.arguments,
+        result=entry.result,
+        result_hash=entry.result_hash,
+        status=entry.status,
+        started_at=entry.started_at,
+        finished_at=entry.finished_at,
+        nonce_status=entry.nonce_status,
+    )
+
+
+def row_to_log(row: ToolLogRow) -> ToolLogEntry:
+    """Rebuild one tool log entry."""
+    data = {
+        "episode_id": row.episode_id,
+        "seq": row.seq,
+        "call_id": row.call_id,
+        "tool": row.tool,
+        "arguments": row.arguments,
+        "result": row.result,
+        "result_hash": row.result_hash,
+        "status": row.status,
+        "started_at": row.started_at,
+        "finished_at": row.finished_at,
+        "nonce_status": row.nonce_status,
+    }
+    return _validate(ToolLogEntry, data, f"tool log entry {row.episode_id}#{row.seq}")
+
+
+# Judgment fields stored as JSON columns of the same name.
+JUDGMENT_JSON = (
+    "rejects",
+    "checks",
+    "outcome",
+    "process",
+    "reasoning",
+    "versions",
+    "hallucinated_product_ids",
+    "fabricated_call_ids",
+)
+
+
+def judgment_to_row(judgment: Judgment, *, now: datetime) -> JudgmentRow:
+    """Build the row of a judgment."""
+    dumped = judgment.model_dump(mode="json")
+    row = JudgmentRow(
+        content_hash=judgment.content_hash,
+        episode_id=judgment.episode_id,
+        task_id=judgment.task_id,
+        miner_hotkey=judgment.miner_hotkey,
+        success=judgment.success,
+        score=judgment.score,
+        axis=judgment.axis,
+        end_reason=judgment.end,
+        reasoning_value=judgment.reasoning.value,
+        scorer=judgment.versions.scorer,
+        judged_at=now,
+    )
+    for name in JUDGMENT_JSON:
+        setattr(row, name, dumped[name])
+    return row
+
+
+def row_to_judgment(row: JudgmentRow) -> Judgment:
+    """Rebuild a judgment; its content hash is verified against the stored one."""
+    data: dict[str, Any] = {
+        "task_id": row.task_id,
+        "episode_id": row.episode_id,
+        "miner_hotkey": row.miner_hotkey,
+        "success": row.success,
+        "score": row.score,
+        "axis": row.axis,
+        "end": row.end_reason,
+        "content_hash": row.content_hash,
+    }
+    data.update({name: getattr(row, name) for name in JUDGMENT_JSON})
+    return _validate(Judgment, data, f"judgment {row.content_hash}")
+
+
+def _validate(model: type[M], data: Any, what: str) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise StorageError(f"stored {what} does not validate: {exc}") from exc

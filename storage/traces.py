@@ -1,0 +1,208 @@
+"""Reading judged episodes: by id, streamed in ingest order (keyset pages), and per-hotkey score windows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.orm import Session
+
+from arena.types import Task, ToolLogEntry
+from judging.scores import ScoreSample
+from storage.errors import StorageError
+from storage.mapping import row_to_episode, row_to_judgment, row_to_log, row_to_trajectory
+from storage.models import EpisodeRow, JudgmentRow, ToolLogRow
+from storage.records import JudgedTrace, ScoredEpisode
+from storage.tasks import get_tasks
+
+# Keeps IN (...) lists well under SQLite's bound-parameter limit.
+IN_CHUNK = 500
+
+
+def get_judged(session: Session, *, episode_id: str) -> JudgedTrace | None:
+    """Return one judged episode with its task, trajectory, tool log and judgment, or None."""
+    return next(_traces(session, [EpisodeRow.episode_id == episode_id], batch_size=1, limit=1), None)
+
+
+def iter_judged(
+    session: Session,
+    *,
+    batch_size: int = 500,
+    after_seq: int = 0,
+    since: datetime | None = None,
+    limit: int | None = None,
+) -> Iterator[JudgedTrace]:
+    """Stream judged episodes in ingest order, ``batch_size`` at a time (never the whole table).
+
+    Pages by keyset (``seq > last``), so memory stays bounded and each page is one short read
+    transaction: a long curation run neither pins SQLite's WAL nor holds PostgreSQL's snapshot.
+
+    Args:
+        session: the session to read with (its read transaction ends after each page).
+        batch_size: episodes per page.
+        after_seq: resume after this ``JudgedTrace.seq`` (a checkpoint of an earlier run).
+        since: only episodes stored at or after this time.
+        limit: stop after this many.
+    """
+    if batch_size < 1:
+        raise StorageError(f"batch_size must be >= 1, not {batch_size}")
+    conditions: list[ColumnElement[bool]] = [EpisodeRow.seq > after_seq]
+    if since is not None:
+        conditions.append(EpisodeRow.stored_at >= since)
+    return _traces(session, conditions, batch_size=batch_size, limit=limit)
+
+
+def judged_since(session: Session, *, since: datetime, batch_size: int = 500) -> Iterator[JudgedTrace]:
+    """Stream the judged episodes stored at or after ``since`` (incremental curation)."""
+    return iter_judged(session, since=since, batch_size=batch_size)
+
+
+def count_judged(session: Session, *, after_seq: int = 0, since: datetime | None = None) -> int:
+    """Count the judged episodes ``iter_judged`` would yield with the same filters (for progress bars)."""
+    query = (
+        select(func.count())
+        .select_from(EpisodeRow)
+        .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
+    )
+    query = query.where(EpisodeRow.seq > after_seq)
+    if since is not None:
+        query = query.where(EpisodeRow.stored_at >= since)
+    return int(session.scalar(query) or 0)
+
+
+def _traces(
+    session: Session, conditions: list[ColumnElement[bool]], *, batch_size: int, limit: int | None
+) -> Iterator[JudgedTrace]:
+    last, produced = 0, 0
+    while limit is None or produced < limit:
+        size = batch_size if limit is None else min(batch_size, limit - produced)
+        rows = session.execute(
+            select(EpisodeRow, JudgmentRow)
+            .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
+            .where(EpisodeRow.seq > last, *conditions)
+            .order_by(EpisodeRow.seq)
+            .limit(size)
+        ).all()
+        page = _page(session, [(episode, judgment) for episode, judgment in rows])
+        session.commit()  # end the page's read transaction before handing out the page
+        if not page:
+            return
+        yield from page
+        last, produced = page[-1].seq, produced + len(page)
+
+
+def _page(session: Session, rows: list[tuple[EpisodeRow, JudgmentRow]]) -> list[JudgedTrace]:
+    if not rows:
+        return []
+    tasks = get_tasks(session, task_ids={episode.task_id for episode, _ in rows})
+    logs = _logs_of(session, [episode.episode_id for episode, _ in rows])
+    return [_trace(episode, judgment, tasks, logs) for episode, judgment in rows]
+
+
+def _trace(
+    episode: EpisodeRow,
+    judgment: JudgmentRow,
+    tasks: dict[str, Task],
+    logs: dict[str, list[ToolLogEntry]],
+) -> JudgedTrace:
+    task = tasks.get(episode.task_id)
+    if task is None:  # the foreign key makes this impossible unless the database was edited by hand
+        raise StorageError(f"task {episode.task_id} of episode {episode.episode_id} is missing")
+    return JudgedTrace(
+        seq=episode.seq,
+        stored_at=episode.stored_at,
+        episode=row_to_episode(episode),
+        task=task,
+        trajectory=row_to_trajectory(episode),
+        tool_log=tuple(logs.get(episode.episode_id, ())),
+        judgment=row_to_judgment(judgment),
+    )
+
+
+def _logs_of(session: Session, episode_ids: Sequence[str]) -> dict[str, list[ToolLogEntry]]:
+    logs: dict[str, list[ToolLogEntry]] = {}
+    for start in range(0, len(episode_ids), IN_CHUNK):
+        chunk = episode_ids[start : start + IN_CHUNK]
+        rows = session.scalars(
+            select(ToolLogRow)
+            .where(ToolLogRow.episode_id.in_(chunk))
+            .order_by(ToolLogRow.episode_id, ToolLogRow.seq)
+        )
+        for row in rows:
+            logs.setdefault(row.episode_id, []).append(row_to_log(row))
+    return logs
+
+
+_SCORED_COLUMNS: tuple[Any, ...] = (
+    EpisodeRow.seq,
+    EpisodeRow.episode_id,
+    EpisodeRow.task_id,
+    EpisodeRow.round_id,
+    EpisodeRow.miner_hotkey,
+    EpisodeRow.miner_uid,
+    EpisodeRow.finished_at,
+    EpisodeRow.end_reason,
+    JudgmentRow.score,
+    JudgmentRow.success,
+    JudgmentRow.axis,
+)
+
+
+def episodes_for_hotkey_window(
+    session: Session, *, hotkey: str, window: int, before_seq: int | None = None
+) -> list[ScoredEpisode]:
+    """Return a hotkey's ``window`` most recent judged episodes, newest first (its scores window)."""
+    query = (
+        select(*_SCORED_COLUMNS)
+        .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
+        .where(EpisodeRow.miner_hotkey == hotkey)
+        .order_by(EpisodeRow.seq.desc())
+        .limit(window)
+    )
+    if before_seq is not None:
+        query = query.where(EpisodeRow.seq < before_seq)
+    return [
+        ScoredEpisode(
+            seq=row.seq,
+            episode_id=row.episode_id,
+            task_id=row.task_id,
+            round_id=row.round_id,
+            miner_hotkey=row.miner_hotkey,
+            miner_uid=row.miner_uid,
+            finished_at=row.finished_at,
+            end=row.end_reason,
+            score=row.score,
+            success=row.success,
+            axis=row.axis,
+        )
+        for row in session.execute(query)
+    ]
+
+
+def score_samples(
+    session: Session, *, window: int, hotkeys: Sequence[str] | None = None
+) -> list[ScoreSample]:
+    """Return every hotkey's ``window`` most recent judged episodes as ``judging.scores.ScoreSample``.
+
+    One query (a window function), for rebuilding standings after a restart; ``order`` is the
+    ingest sequence, so later means newer.
+    """
+    rank = (
+        func.row_number()
+        .over(partition_by=EpisodeRow.miner_hotkey, order_by=EpisodeRow.seq.desc())
+        .label("rank")
+    )
+    inner = select(EpisodeRow.miner_hotkey, EpisodeRow.seq, JudgmentRow.score, rank).join(
+        JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id
+    )
+    if hotkeys is not None:
+        inner = inner.where(EpisodeRow.miner_hotkey.in_(list(hotkeys)))
+    ranked = inner.subquery()
+    rows = session.execute(
+        select(ranked.c.miner_hotkey, ranked.c.seq, ranked.c.score)
+        .where(ranked.c.rank <= window)
+        .order_by(ranked.c.miner_hotkey, ranked.c.seq)
+    )
+    return [ScoreSample(hotkey=row.miner_hotkey, score=row.score, order=row.seq) for row in rows]

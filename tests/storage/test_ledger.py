@@ -1,0 +1,93 @@
+"""Rounds, miner standings over time and weight submissions, on both databases."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.orm import Session
+
+from judging.scores import MinerStanding
+from storage.errors import ConflictError, MissingRecord
+from storage.records import WeightRecord
+from storage.repository import (
+    close_round,
+    get_round,
+    last_round,
+    last_successful_weights,
+    latest_scores,
+    open_round,
+    record_scores,
+    record_weight_submission,
+    score_history,
+    weight_history,
+)
+from tests.storage.factories import T0, VALIDATOR
+
+
+def test_rounds_open_once_and_close_once(session: Session) -> None:
+    assert last_round(session) is None
+    assert open_round(
+        session, round_id=1, validator_hotkey=VALIDATOR, started_at=T0, block=10, task_ids=["t-a"]
+    )
+    assert not open_round(
+        session, round_id=1, validator_hotkey=VALIDATOR, started_at=T0, block=10, task_ids=["t-a"]
+    )
+    with pytest.raises(ConflictError):
+        open_round(session, round_id=1, validator_hotkey=VALIDATOR, started_at=T0, block=10, task_ids=["t-b"])
+    open_round(session, round_id=2, validator_hotkey=VALIDATOR, started_at=T0 + timedelta(minutes=5))
+    assert close_round(session, round_id=1, closed_at=T0 + timedelta(minutes=1), stats={"episodes": 8})
+    assert not close_round(session, round_id=1, closed_at=T0 + timedelta(minutes=9), stats={"episodes": 0})
+    with pytest.raises(MissingRecord):
+        close_round(session, round_id=42, closed_at=T0)
+    first = get_round(session, round_id=1)
+    assert first is not None
+    assert first.task_ids == ("t-a",) and first.block == 10
+    assert first.closed_at == T0 + timedelta(minutes=1) and first.stats == {"episodes": 8}
+    latest = last_round(session)
+    assert latest is not None and latest.round_id == 2 and latest.closed_at is None
+    assert get_round(session, round_id=3) is None
+
+
+def standing(hotkey: str, n: int, lower: float) -> MinerStanding:
+    return MinerStanding(hotkey=hotkey, n=n, mean=lower + 0.1, lower=lower)
+
+
+def test_scores_append_per_block_idempotently(session: Session) -> None:
+    uids = {"hk-a": 1, "hk-b": 2}
+    first = [standing("hk-a", 3, 0.2), standing("hk-b", 1, 0.05), standing("hk-gone", 4, 0.3)]
+    assert record_scores(session, standings=first, hotkey_to_uid=uids, block=100, at=T0) == 3
+    assert record_scores(session, standings=first, hotkey_to_uid=uids, block=100, at=T0) == 0
+    later = [standing("hk-a", 4, 0.4)]
+    assert (
+        record_scores(session, standings=later, hotkey_to_uid=uids, block=200, at=T0 + timedelta(hours=1))
+        == 1
+    )
+    latest = {s.hotkey: s for s in latest_scores(session)}
+    assert latest["hk-a"].block == 200 and latest["hk-a"].lower == 0.4 and latest["hk-a"].uid == 1
+    assert latest["hk-b"].block == 100 and latest["hk-gone"].uid is None
+    assert [s.block for s in score_history(session, hotkey="hk-a")] == [200, 100]
+    assert score_history(session, hotkey="hk-a", limit=1)[0].n == 4
+
+
+def test_weight_submissions_and_the_last_accepted_one(session: Session) -> None:
+    assert last_successful_weights(session) is None
+    ok = WeightRecord(uids=(0, 3, 5), weights=(0.1, 0.6, 0.3), block=1000, success=True, message="", at=T0)
+    failed = WeightRecord(
+        uids=(0, 3), weights=(0.5, 0.5), block=None, success=False, message="too soon", version_key=7, at=T0
+    )
+    assert record_weight_submission(session, submission=ok)
+    assert not record_weight_submission(session, submission=ok)
+    assert record_weight_submission(
+        session, submission=failed.model_copy(update={"at": T0 + timedelta(hours=1)})
+    )
+    assert last_successful_weights(session) == ok
+    history = weight_history(session)
+    assert [w.success for w in history] == [False, True] and history[0].message == "too soon"
+
+
+def test_weight_records_refuse_bad_vectors() -> None:
+    with pytest.raises(ValueError, match="uids but"):
+        WeightRecord(uids=(1, 2), weights=(1.0,), success=True, at=T0)
+    with pytest.raises(ValueError, match="finite"):
+        WeightRecord(uids=(1,), weights=(-0.5,), success=True, at=T0)
