@@ -23,8 +23,9 @@ from judging.claims import Claim, find_claims, result_product_ids
 from judging.outcome import ProductLookup
 from judging.types import Check
 
-# Maps (tool name, parsed arguments) to the canonical form the tool server logs.
-Canonicalize = Callable[[str, dict[str, Any]], dict[str, Any]]
+# Maps (tool name, the call's JSON-string arguments) to the form the tool server logs
+# (`arena.tools.canonical_arguments`).
+Canonicalize = Callable[[str, str], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -41,16 +42,14 @@ class GroundingResult:
 def _same_call(call: ToolCall, entry: ToolLogEntry, canonical: Canonicalize | None) -> bool:
     if call.function.name != entry.tool:
         return False
-    args, error = parse_arguments(call.function.arguments)
-    if args is None or error:
+    if canonical is not None:
+        args = canonical(call.function.name, call.function.arguments)
+        return canonical_json(args) == canonical_json(entry.arguments)
+    parsed, error = parse_arguments(call.function.arguments)
+    if parsed is None or error:
         # Unparseable arguments cannot be compared; the logged call then stands on its id.
         return True
-    if canonical is not None:
-        try:
-            args = canonical(call.function.name, args)
-        except (ValueError, TypeError):  # arguments the tool refused: compare them as sent
-            pass
-    return canonical_json(args) == canonical_json(entry.arguments)
+    return canonical_json(parsed) == canonical_json(entry.arguments)
 
 
 def match_log(

@@ -21,11 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS, canonical_arguments
 from arena.types import EpisodeEnd, Product, Task, ToolLogEntry, Trajectory, content_hash
 from judging.answer import final_answer
 from judging.axis import axis_check, classify_axis
 from judging.format import check_format
-from judging.grounding import Canonicalize, check_grounding
+from judging.grounding import check_grounding
 from judging.outcome import ProductLookup, outcome_check, score_outcome
 from judging.process import check_process
 from judging.reasoning import SKIPPED, Completer, judge_reasoning, prompt_hash, reasoning_check
@@ -33,25 +34,13 @@ from judging.titles import LEXICAL, TitleMatcher
 from judging.types import Check, Judgment, OutcomeScores, ReasoningVerdict, Versions
 
 SCORER_VERSION = "arena-judge/1"
-# Tool names per toolset, as agreed in INTERFACES.md (arena.tools.TOOLSETS is the source).
-TOOLSET_NAMES: dict[str, tuple[str, ...]] = {
-    "sb-1": ("find_product", "view_product_information", "recommend_product", "terminate"),
-    "arena-2": (
-        "find_product",
-        "view_product_information",
-        "recommend_product",
-        "terminate",
-        "find_products_in_same_shop",
-        "calculate_voucher",
-    ),
-}
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     """Everything the verdict depends on besides its inputs (frozen; fingerprinted into the version)."""
 
-    toolset: str = "sb-1"
+    toolset: str = DEFAULT_TOOLSET
     title_matcher: TitleMatcher = field(default=LEXICAL)
     title_threshold: float = 0.5
     knowledge_title_threshold: float = 0.8
@@ -112,10 +101,6 @@ def final_score(
     return round(min(1.0, max(0.0, outcome * g * r)), 9)
 
 
-def _canonical() -> Canonicalize | None:
-    return None
-
-
 async def judge(
     task: Task,
     trajectory: Trajectory,
@@ -140,9 +125,9 @@ async def judge(
     """
     answer = final_answer(trajectory)
     found: Mapping[str, Product] = products(list(answer.product_ids)) if answer.product_ids else {}
-    known = TOOLSET_NAMES.get(config.toolset, TOOLSET_NAMES["sb-1"])
+    known = [tool.name for tool in TOOLSETS.get(config.toolset, TOOLSETS[DEFAULT_TOOLSET])]
     fmt = check_format(trajectory, answer, found, known_tools=known, token_budget=config.token_budget)
-    grounding = check_grounding(trajectory, log, answer, products, canonical=_canonical())
+    grounding = check_grounding(trajectory, log, answer, products, canonical=canonical_arguments)
     result = score_outcome(
         task,
         answer.product_ids,

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from arena.tools import ToolContext, canonical_arguments, run_tool
 from arena.types import ToolLogEntry, Trajectory, result_hash
-from judging.answer import parse_arguments
-
-
-def canonical(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Return the arguments as the tool server logs them (the grounding check's canonicaliser)."""
-    return canonical_arguments(name, arguments)
 
 
 def replay_log(trajectory: Trajectory, ctx: ToolContext) -> list[ToolLogEntry]:
@@ -35,18 +28,13 @@ def replay_log(trajectory: Trajectory, ctx: ToolContext) -> list[ToolLogEntry]:
         started = datetime.now(UTC)
         result = run_tool(name, raw, ctx)
         finished = datetime.now(UTC)
-        parsed, _ = parse_arguments(raw)
-        try:
-            arguments = canonical_arguments(name, parsed if parsed is not None else raw)
-        except (ValueError, TypeError, KeyError):  # arguments the tool refused: log them as sent
-            arguments = parsed or {}
         entries.append(
             ToolLogEntry(
                 episode_id=trajectory.episode_id,
                 seq=seq,
                 call_id=call.id,
                 tool=name,
-                arguments=arguments,
+                arguments=canonical_arguments(name, raw),
                 result=result.content,
                 result_hash=result_hash(result.content),
                 status="error" if result.error else "ok",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, tools
+from neurons.cli import catalog, judge, tools
 
 app = typer.Typer(
     name="arena",
@@ -16,6 +16,7 @@ app = typer.Typer(
 
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(tools.app, name="tools")
+app.command("judge")(judge.judge_command)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arena.catalog import iter_products
+from arena.tools import canonical_arguments
 from arena.types import (
     FunctionCall,
     GoldItem,
@@ -107,7 +108,7 @@ class Episode:
                     seq=len(self.log),
                     call_id=cid,
                     tool=name,
-                    arguments=dict(args),
+                    arguments=canonical_arguments(name, arguments),
                     result=result,
                     result_hash=result_hash(result),
                     status="ok",
