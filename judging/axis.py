@@ -7,23 +7,25 @@ message with tool calls, `terminate`-only steps aside):
 - *driven*: the message carries reasoning, and the call's salient arguments (the query, ids,
   shop) appear in that reasoning, or the reasoning cites an earlier tool result (a product id,
   or two distinctive title words from the previous results);
-- *narrated*: reasoning that neither motivates the call nor reads a result, or the same
-  reasoning text (numbers masked) repeated across steps;
+- *narrated*: reasoning that neither motivates the call nor reads a result, or that says the
+  same as an earlier step about other data (the same *skeleton*);
 - *silent*: no reasoning at all (no evidence either way).
 
 A needs >= 75% driven steps and no hidden calls; B is <= 25% driven with some narration, or
 silent steps plus calls the trajectory hides. Across a miner's trajectories,
-:func:`axis_for_miner` adds the template signal: the same call signature (tools and argument
-provenance) on >= 80% of at least five trajectories is a harness. ``docs/judging.md`` states
-the precision limits: narration that restates the harness's arguments reads as *driven*.
+:func:`axis_for_miner` adds two template signals: narration whose skeletons recur across
+tasks, and one call signature on >= 80% of at least five trajectories. ``docs/judging.md``
+states the precision limits: narration that restates the harness's own arguments reads as
+*driven* one trajectory at a time.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -39,7 +41,10 @@ A_SHARE = 0.75
 B_SHARE = 0.25
 TEMPLATE_SHARE = 0.8
 TEMPLATE_MIN_TRAJECTORIES = 5
-_MASK = re.compile(r"[0-9]+")
+NARRATION_SHARE = 0.8
+_QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|‘[^’]*’")
+_NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
+_RUN = re.compile(r"[¤#](?:\s*(?:,|;|/|&|\band\b|\bor\b)?\s*[¤#])+")
 
 
 @dataclass(frozen=True)
@@ -57,21 +62,46 @@ def _text(message: Message) -> str:
 
 @lru_cache(maxsize=4096)
 def _result_titles(content: str) -> frozenset[str]:
+    """Return the ``title`` strings inside a JSON tool result."""
     try:
         value = json.loads(content)
     except (ValueError, TypeError):
         return frozenset()
-    tokens: set[str] = set()
+    titles: set[str] = set()
     stack: list[Any] = [value]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             if isinstance(node.get("title"), str):
-                tokens |= title_tokens(node["title"])
+                titles.add(node["title"])
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return frozenset(tokens)
+    return frozenset(titles)
+
+
+def _argument_values(arguments: str) -> list[str]:
+    args, _ = parse_arguments(arguments)
+    values: list[str] = []
+    for value in (args or {}).values():
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            values.append(str(value))
+            values += [piece.strip() for piece in str(value).split(",")]
+    return values
+
+
+def skeleton(text: str, values: Iterable[str]) -> str:
+    """Return ``text`` with what varies from task to task masked: argument values, titles, quotes, numbers.
+
+    Two steps with one skeleton say the same thing about different data: the mark of a
+    narration template.
+    """
+    out = text.lower()
+    for value in sorted({v.lower() for v in values if len(v.strip()) >= 2}, key=len, reverse=True):
+        out = out.replace(value, " ¤ ")
+    out = _NUMBER.sub("#", _QUOTED.sub(" ¤ ", out))
+    out = _RUN.sub("¤", " ".join(out.split()))  # "a, b and c" is one list, whatever its length
+    return out
 
 
 def _salient(arguments: str) -> tuple[set[str], set[str]]:
@@ -98,13 +128,15 @@ def _derived(text: str, arguments: str) -> bool | None:
 def _steps(trajectory: Trajectory, query_tokens: frozenset[str]) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     earlier_ids: set[str] = set()
+    titles: set[str] = set()
     last_titles: set[str] = set()
-    seen_texts: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
     for message in trajectory.messages:
         if message.role == "tool":
-            content = message.content or ""
-            earlier_ids |= result_product_ids(content)
-            last_titles |= _result_titles(content)
+            found = _result_titles(message.content or "")
+            earlier_ids |= result_product_ids(message.content or "")
+            titles |= found
+            last_titles |= {t for title in found for t in title_tokens(title)}
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
@@ -112,7 +144,8 @@ def _steps(trajectory: Trajectory, query_tokens: frozenset[str]) -> list[dict[st
         if not calls:
             continue
         text = _text(message)
-        masked = " ".join(_MASK.sub("#", text.lower()).split())
+        values = [v for c in calls for v in _argument_values(c.function.arguments)]
+        shape = skeleton(text, [*values, *titles])
         if len(text) < MIN_REASONING_CHARS:
             kind = "silent"
         else:
@@ -121,12 +154,18 @@ def _steps(trajectory: Trajectory, query_tokens: frozenset[str]) -> list[dict[st
             cites = any(pid in text for pid in earlier_ids) or len(distinctive & title_tokens(text)) >= 2
             motivated = bool(derived) and sum(derived) / len(derived) >= 0.5
             kind = "driven" if motivated or cites else "narrated"
-            if seen_texts[masked]:
-                kind = "narrated"  # the same words again: a template, not a thought about this step
-        seen_texts[masked] += 1
-        steps.append({"tools": [c.function.name for c in calls], "kind": kind})
+            if seen[shape]:
+                kind = "narrated"  # the same words about other data: a template, not a thought
+            seen[shape] += 1
+        steps.append({"tools": [c.function.name for c in calls], "kind": kind, "skeleton": shape})
         last_titles = set()
     return steps
+
+
+def narration_skeletons(trajectory: Trajectory) -> list[str]:
+    """Return the skeleton of every step that carries reasoning (see :func:`skeleton`)."""
+    query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
+    return [s["skeleton"] for s in _steps(trajectory, title_tokens(query)) if s["kind"] != "silent"]
 
 
 def classify_axis(
@@ -140,7 +179,7 @@ def classify_axis(
         return AxisVerdict("mixed", nonces["valid"] / len(log), {"attested": True, "nonces": dict(nonces)})
     query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
     steps = _steps(trajectory, title_tokens(query))
-    kinds = Counter(s["kind"] for s in steps)
+    kinds = Counter(step["kind"] for step in steps)
     total = len(steps)
     evidence: dict[str, Any] = {
         "attested": False,
@@ -176,38 +215,58 @@ def _verbatim_searches(trajectory: Trajectory, query: str) -> int:
     return count
 
 
-def template_signature(trajectory: Trajectory) -> str:
-    """Return the trajectory's call template: tools in order with where their arguments came from.
+def _prefix_union(results: Sequence[list[str]], ids: tuple[str, ...]) -> bool:
+    """Whether ``ids`` are the first k ids of each of the latest results, in order (a mechanical pick).
 
-    Each call becomes ``tool(provenance)``: ``q=query`` (the user's words verbatim), ``q=subset``
-    (only the user's words), ``q=free``; ``ids=top`` (a prefix of the latest result's ids, in
-    order) or ``ids=other``. Runs of the same token collapse, so a fixed harness maps every
-    task to one string while an agent that adapts to what it sees does not.
+    Any one k, over the last r results for any r: a harness that searched each item, maybe
+    searched again within a shop, then views the top k of its final lists.
+    """
+    for start in range(len(results)):
+        for k in range(1, 11):
+            union = tuple(dict.fromkeys(pid for ordered in results[start:] for pid in ordered[:k]))
+            if union == ids:
+                return True
+    return False
+
+
+def template_signature(trajectory: Trajectory) -> str:
+    """Return the trajectory's call template: the tools in order, with where each query came from.
+
+    Each call becomes ``tool(provenance)``: a query is ``q=query`` (the user's words verbatim),
+    ``q=subset`` (only the user's words) or ``q=free``. Runs of the same token collapse, so a
+    fixed harness maps every task to one string (however many items it searches) while an
+    agent that adapts to what it sees (reformulates, pages, views between searches) does not.
     """
     query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
     q_tokens = title_tokens(query)
-    latest: list[str] = []
     tokens: list[str] = []
-    results = {m.tool_call_id: m.content or "" for m in trajectory.messages if m.role == "tool"}
     for call in trajectory.tool_calls():
         args, _ = parse_arguments(call.function.arguments)
-        parts: list[str] = []
-        if args:
-            if isinstance(args.get("q"), str):
-                q = args["q"]
-                same = " ".join(q.lower().split()) == " ".join(query.lower().split())
-                parts.append("q=query" if same else "q=subset" if title_tokens(q) <= q_tokens else "q=free")
-            ids, _ = split_ids(args.get("product_ids", ""))
-            if ids:
-                top = tuple(latest[: len(ids)]) == ids
-                parts.append("ids=top" if top else "ids=other")
-        token = f"{call.function.name}({','.join(parts)})"
+        part = ""
+        if args and isinstance(args.get("q"), str):
+            q = args["q"]
+            same = " ".join(q.lower().split()) == " ".join(query.lower().split())
+            part = "q=query" if same else "q=subset" if title_tokens(q) <= q_tokens else "q=free"
+        token = f"{call.function.name}({part})"
         if not tokens or tokens[-1] != token:
             tokens.append(token)
-        ordered = _ordered_ids(results.get(call.id, ""))
-        if ordered:
-            latest = ordered
     return " > ".join(tokens)
+
+
+def mechanical_views(trajectory: Trajectory) -> bool | None:
+    """Whether every view took the first k ids of the latest results, in order (None: no views)."""
+    results = {m.tool_call_id: m.content or "" for m in trajectory.messages if m.role == "tool"}
+    since_view: list[list[str]] = []
+    verdicts: list[bool] = []
+    for call in trajectory.tool_calls():
+        if call.function.name == "view_product_information":
+            args, _ = parse_arguments(call.function.arguments)
+            ids, _ = split_ids((args or {}).get("product_ids", ""))
+            verdicts.append(bool(ids) and _prefix_union(since_view, ids))
+            since_view = []
+        elif ordered := _ordered_ids(results.get(call.id, "")):
+            since_view.append(ordered)
+    return all(verdicts) if verdicts else None
 
 
 def _ordered_ids(content: str) -> list[str]:
@@ -220,13 +279,30 @@ def _ordered_ids(content: str) -> list[str]:
     return [str(v["product_id"]) for v in value if isinstance(v, dict) and "product_id" in v]
 
 
+def narration_template_share(trajectories: Sequence[Trajectory]) -> float:
+    """Return the share of reasoning steps whose skeleton recurs across a miner's trajectories.
+
+    A skeleton recurs when it appears in at least three trajectories and at least a tenth of
+    them. A harness narrating its calls from templates scores near 1; a model thinking about
+    each task's data scores low, even when its phrasing is formulaic in places.
+    """
+    per_trajectory = [narration_skeletons(t) for t in trajectories]
+    spread = Counter(s for skeletons in per_trajectory for s in set(skeletons))
+    need = max(3, math.ceil(0.1 * len(trajectories)))
+    steps = [s for skeletons in per_trajectory for s in skeletons]
+    return sum(1 for s in steps if spread[s] >= need) / len(steps) if steps else 0.0
+
+
 def axis_for_miner(
     trajectories: Sequence[Trajectory], logs: Sequence[Sequence[ToolLogEntry]] | None = None
 ) -> AxisVerdict:
-    """Label a miner from a set of its trajectories: per-trajectory labels plus the template signal.
+    """Label a miner from a set of its trajectories: per-trajectory labels plus the template signals.
 
-    The same template signature on >= 80% of at least five trajectories marks a harness: the
-    miner is B, or mixed where the trajectories themselves look model-driven.
+    With at least five trajectories: when >= 80% of the reasoning steps are narration templates
+    (:func:`narration_template_share`) the miner is B, whatever each trajectory looks like
+    alone (template text proves nothing about who chose the calls); when one call signature
+    (:func:`template_signature`) covers >= 80% of them, it is B, or mixed where the
+    trajectories look model-driven one by one. Otherwise the majority per-trajectory label.
     """
     logs = logs if logs is not None else [() for _ in trajectories]
     verdicts = [classify_axis(t, log) for t, log in zip(trajectories, logs, strict=True)]
@@ -234,22 +310,30 @@ def axis_for_miner(
     signatures = Counter(template_signature(t) for t in trajectories)
     top_signature, top_count = signatures.most_common(1)[0] if signatures else ("", 0)
     share = top_count / len(trajectories) if trajectories else 0.0
-    template = len(trajectories) >= TEMPLATE_MIN_TRAJECTORIES and share >= TEMPLATE_SHARE
+    enough = len(trajectories) >= TEMPLATE_MIN_TRAJECTORIES
+    narration = narration_template_share(trajectories)
     known = Counter({k: v for k, v in labels.items() if k != "unknown"})
     ranked = known.most_common()
     majority: Axis = "unknown"
     if ranked:
         majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "mixed"
-    label: Axis = ("mixed" if majority == "A" else "B") if template else majority
+    label: Axis = majority
+    if enough and narration >= NARRATION_SHARE:
+        label = "B"
+    elif enough and share >= TEMPLATE_SHARE:
+        label = "mixed" if majority == "A" else "B"
     driven = [v.driven_share for v in verdicts if v.driven_share is not None]
+    views = [m for m in map(mechanical_views, trajectories) if m is not None]
     return AxisVerdict(
         label,
         round(sum(driven) / len(driven), 6) if driven else None,
         {
+            "mechanical_view_share": round(sum(views) / len(views), 6) if views else None,
             "trajectories": len(trajectories),
             "labels": dict(labels),
             "template_share": round(share, 6),
-            "template": top_signature if template else None,
+            "template": top_signature if enough and share >= TEMPLATE_SHARE else None,
+            "narration_template_share": round(narration, 6),
         },
     )
 
