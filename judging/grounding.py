@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from arena.tools import canonical_arguments
 from arena.types import Message, ToolCall, ToolLogEntry, Trajectory, canonical_json, result_hash
 from judging.answer import Answer, parse_arguments
 from judging.claims import Claim, find_claims, result_product_ids
@@ -53,7 +54,7 @@ def _same_call(call: ToolCall, entry: ToolLogEntry, canonical: Canonicalize | No
 
 
 def match_log(
-    trajectory: Trajectory, log: Sequence[ToolLogEntry], canonical: Canonicalize | None = None
+    trajectory: Trajectory, log: Sequence[ToolLogEntry], canonical: Canonicalize | None = canonical_arguments
 ) -> tuple[dict[str, ToolLogEntry], list[ToolLogEntry]]:
     """Pair the trajectory's calls with log entries: by call id, then (id-less entries) by content in order.
 
@@ -101,7 +102,7 @@ def check_grounding(
     answer: Answer,
     products: ProductLookup,
     *,
-    canonical: Canonicalize | None = None,
+    canonical: Canonicalize | None = canonical_arguments,
 ) -> GroundingResult:
     """Reconcile a trajectory with its tool log and the catalog.
 
@@ -110,7 +111,8 @@ def check_grounding(
         log: The episode's tool log (or a replay of the trajectory's calls).
         answer: The trajectory's final answer.
         products: Catalog lookup (for checking stated prices and attributes).
-        canonical: The tool server's argument canonicaliser, to compare arguments as logged.
+        canonical: The tool server's argument canonicaliser, to compare arguments as logged
+            (None compares the decoded JSON as it stands).
 
     Returns:
         Fabricated call ids, hidden calls, hallucinated ids, the claims read, and the Check:

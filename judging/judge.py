@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from arena.tools import DEFAULT_TOOLSET, TOOLSETS, canonical_arguments
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import EpisodeEnd, Product, Task, ToolLogEntry, Trajectory, content_hash
 from judging.answer import final_answer
 from judging.axis import axis_check, classify_axis
@@ -127,7 +127,7 @@ async def judge(
     found: Mapping[str, Product] = products(list(answer.product_ids)) if answer.product_ids else {}
     known = [tool.name for tool in TOOLSETS.get(config.toolset, TOOLSETS[DEFAULT_TOOLSET])]
     fmt = check_format(trajectory, answer, found, known_tools=known, token_budget=config.token_budget)
-    grounding = check_grounding(trajectory, log, answer, products, canonical=canonical_arguments)
+    grounding = check_grounding(trajectory, log, answer, products)
     result = score_outcome(
         task,
         answer.product_ids,
