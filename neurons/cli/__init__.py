@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, judge, miner, tasks, tools
+from neurons.cli import catalog, evaluate, judge, miner, tasks, tools
 
 app = typer.Typer(
     name="arena",
@@ -16,6 +16,7 @@ app = typer.Typer(
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(tools.app, name="tools")
+app.add_typer(evaluate.app, name="eval")
 app.command(name="miner")(miner.miner)
 app.command("judge")(judge.judge_command)
 
