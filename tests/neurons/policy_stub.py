@@ -73,6 +73,7 @@ class PolicyStub:
     delay_s: float = 0.0
     usage: tuple[int, int] = (100, 10)
     status: int | None = None  # answer every request with this HTTP error instead
+    judge_reply: str = ""  # the text answering a request without tools (the reasoning judge's)
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
     _server: uvicorn.Server | None = None
@@ -93,8 +94,11 @@ class PolicyStub:
                 await asyncio.sleep(self.delay_s)
             if self.status is not None:
                 return JSONResponse({"error": {"message": "scripted failure"}}, status_code=self.status)
-            query = next(m["content"] for m in body["messages"] if m["role"] == "user")
-            reply = policy_reply(self.scripts[query], body)
+            if "tools" not in body:
+                reply: dict[str, Any] = {"role": "assistant", "content": self.judge_reply}
+            else:
+                query = next(m["content"] for m in body["messages"] if m["role"] == "user")
+                reply = policy_reply(self.scripts[query], body)
             prompt, completion = self.usage
             return JSONResponse(
                 {
@@ -102,7 +106,7 @@ class PolicyStub:
                     "object": "chat.completion",
                     "created": 0,
                     "model": body.get("model", "stub"),
-                    "choices": [{"index": 0, "message": reply, "finish_reason": "tool_calls"}],
+                    "choices": [{"index": 0, "message": reply, "finish_reason": "stop"}],
                     "usage": {
                         "prompt_tokens": prompt,
                         "completion_tokens": completion,
