@@ -33,6 +33,7 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric("asr", "ASR (pass@1)", "higher", True),
+    Metric("strict_asr", "strict ASR (no reject, fabrication or hallucination)", "higher", True),
     Metric("car", "CAR (mean rule score)", "higher", True),
     Metric("score", "judge score", "higher", False),
     Metric("process", "process score", "higher", False),
@@ -52,6 +53,8 @@ def sample_values(summary: SampleSummary, judgment: Judgment) -> dict[str, float
     clean = not judgment.fabricated and not judgment.hallucinated_product_ids
     return {
         "asr": 1.0 if judgment.success else 0.0,
+        # A success the judge zeroed (a hard reject, a fabricated result, an id never shown).
+        "strict_asr": 1.0 if judgment.success and judgment.score > 0 else 0.0,
         "car": judgment.outcome.rule,
         "score": judgment.score,
         "process": process.value if process is not None else None,

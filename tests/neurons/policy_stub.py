@@ -35,6 +35,7 @@ class Script:
     wrong: str
     success_seeds: frozenset[int] = frozenset()
     hallucinate_wrong: bool = False  # recommend ``wrong`` without ever seeing it in a tool result
+    view: bool = True  # view the answer before recommending it
 
 
 def _call(name: str, arguments: dict[str, Any], turn: int) -> dict[str, Any]:
@@ -58,7 +59,7 @@ def policy_reply(script: Script, body: dict[str, Any]) -> dict[str, Any]:
     ok = body.get("seed") in script.success_seeds
     answer = script.gold if ok else script.wrong
     calls: list[tuple[str, dict[str, Any]]] = [("find_product", {"q": script.q, "page": 1})]
-    if ok or not script.hallucinate_wrong:
+    if script.view and (ok or not script.hallucinate_wrong):
         calls.append(("view_product_information", {"product_ids": answer}))
     calls += [("recommend_product", {"product_ids": answer}), ("terminate", {"status": "success"})]
     name, arguments = calls[min(turn, len(calls) - 1)]

@@ -37,7 +37,7 @@ from tests.neurons.eval_world import (
     eval_tasks,
     scripts,
 )
-from tests.neurons.policy_stub import PolicyStub
+from tests.neurons.policy_stub import PolicyStub, Script
 
 # Model turns of one sample of each of the four tasks: find, view, recommend, terminate (the
 # calculator's policy skips the view), one turn per call.
@@ -89,6 +89,7 @@ async def test_pass_at_k_asr_and_car_match_hand_computed_values(
         assert results["per_task"][task.task_id]["successes"] == EXPECTED_SUCCESSES[name]
     assert overall["metrics"]["asr"]["estimate"] == pytest.approx(EXPECTED_ASR)
     assert overall["pass_at_k"]["1"]["estimate"] == pytest.approx(EXPECTED_ASR)
+    assert overall["metrics"]["strict_asr"]["estimate"] == pytest.approx(EXPECTED_ASR)
     assert overall["pass_at_k"]["2"]["estimate"] == pytest.approx(EXPECTED_PASS_AT_2)
     assert overall["pass_at_k"]["4"]["estimate"] == pytest.approx(EXPECTED_PASS_AT_4)
     assert overall["metrics"]["car"]["estimate"] == pytest.approx(EXPECTED_CAR)
@@ -105,6 +106,33 @@ async def test_pass_at_k_asr_and_car_match_hand_computed_values(
     asr = overall["metrics"]["asr"]
     assert asr["low"] <= asr["estimate"] <= asr["high"]
     assert results["complete"] is True
+
+
+async def test_strict_asr_leaves_out_successes_the_judge_zeroed(
+    tmp_path: Path, index: SearchIndex, fixture_index_dir: Path
+) -> None:
+    # The right cymbal, recommended after a search for chili powder that never showed it: the
+    # outcome is a success, but the id was never seen, so the judge zeroes the score.
+    task = eval_tasks()["cymbal"]
+    seeds = frozenset(sample_seed(SEED, task.task_id, j) for j in range(2))
+    script = Script(q="chili powder", gold="2002", wrong="2001", success_seeds=seeds, view=False)
+    run_dir = tmp_path / "run"
+    async with PolicyStub({task.query: script}) as stub:
+        settings = _settings(stub, k=2)
+        prepare_run_dir(
+            run_dir,
+            settings,
+            index_dir=fixture_index_dir,
+            catalog_version=index.catalog_version,
+            tasks=[task],
+        )
+        await run_evaluation([task], run_dir=run_dir, index=index, settings=settings, completer=None)
+    results = write_results(run_dir, [task], k=2, seed=SEED, resamples=500, run={}, selection={})
+    metrics = results["overall"]["metrics"]
+    assert metrics["asr"]["estimate"] == 1.0
+    assert metrics["strict_asr"]["estimate"] == 0.0
+    assert metrics["score"]["estimate"] == 0.0
+    assert results["overall"]["hallucinated_ids_total"] == 2
 
 
 async def test_each_sample_sends_its_own_seed_and_the_temperature(
