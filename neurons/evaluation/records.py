@@ -88,6 +88,12 @@ class SampleSummary(Record):
     tool_calls: int = 0
 
 
+class RecordKey(Record):
+    """Just a record's key (the rest of the line is skipped), for knowing what is done."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
 class JudgmentRecord(Record):
     """The judge's verdict on one sample."""
 

@@ -27,7 +27,7 @@ from arena.types import EpisodeEnd, Task, ToolResult
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.reasoning import Completer
 from judging.types import Judgment
-from neurons.agents import Agent, AgentOutput, AgentRequest, ToolCaller, load_agent
+from neurons.agents import Agent, AgentError, AgentOutput, AgentRequest, ToolCaller, load_agent
 from neurons.agents.llm import LLMAgent, make_llm_agent
 from neurons.evaluation.records import (
     JUDGMENTS_FILE,
@@ -36,8 +36,10 @@ from neurons.evaluation.records import (
     TASKS_FILE,
     JudgmentRecord,
     Key,
+    RecordKey,
     RecordWriter,
     SampleRecord,
+    SampleSummary,
     read_json,
     read_records,
     write_json,
@@ -147,13 +149,16 @@ class SampleAgents:
         self._llm: LLMAgent | None = None
         self._agent: Agent | None = None
         if settings.agent == "llm":
-            self._llm = make_llm_agent(
-                settings.model_url or "",
-                settings.model or "",
-                api_key=settings.api_key,
-                temperature=settings.temperature,
-                **settings.agent_options,
-            )
+            try:
+                self._llm = make_llm_agent(
+                    settings.model_url or "",
+                    settings.model or "",
+                    api_key=settings.api_key,
+                    temperature=settings.temperature,
+                    **settings.agent_options,
+                )
+            except TypeError as exc:  # an option the agent does not take, or one set by flags
+                raise AgentError(f"the llm agent does not take these options: {exc}") from exc
         else:
             self._agent = load_agent(settings.agent, **settings.agent_options)
 
@@ -328,8 +333,9 @@ async def run_evaluation(
         ModelUnavailable: the first samples of this invocation all failed to reach the model.
     """
     by_id = {task.task_id: task for task in tasks}
-    done = read_records(run_dir / SAMPLES_FILE, SampleRecord)
-    judged = read_records(run_dir / JUDGMENTS_FILE, JudgmentRecord)
+    # Summaries only (no trajectories or logs): a large run's records need not fit in memory.
+    done = read_records(run_dir / SAMPLES_FILE, SampleSummary)
+    judged = read_records(run_dir / JUDGMENTS_FILE, RecordKey)
 
     def wanted(key: Key) -> bool:
         record = done.get(key)
@@ -338,6 +344,8 @@ async def run_evaluation(
     keys = [(task.task_id, j) for task in tasks for j in range(settings.k)]
     todo = [key for key in keys if wanted(key)]
     unjudged = [key for key in keys if not wanted(key) and key not in judged]
+    # Samples recorded but not judged (a kill between the two writes) are judged from their record.
+    stored = read_records(run_dir / SAMPLES_FILE, SampleRecord) if unjudged else {}
     judge_config = JudgeConfig(toolset=settings.toolset, catalog_version=index.catalog_version)
     agents = SampleAgents(settings)
     env = _Env(settings, index, agents, completer, judge_config)
@@ -351,7 +359,7 @@ async def run_evaluation(
             RecordWriter(run_dir / JUDGMENTS_FILE) as verdicts,
         ):
             for key in unjudged:
-                record = done[key]
+                record = stored[key]
                 judgment = await judge_sample(
                     by_id[key[0]], record, index=index, completer=completer, config=judge_config
                 )
