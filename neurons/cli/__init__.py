@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, judge, tools
+from neurons.cli import catalog, judge, miner, tasks, tools
 
 app = typer.Typer(
     name="arena",
@@ -13,10 +13,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 app.add_typer(catalog.app, name="catalog")
+app.add_typer(tasks.app, name="tasks")
 app.add_typer(tools.app, name="tools")
-app.command("judge")(judge.judge_command)
+app.command(name="miner")(miner.miner)
+app.command(name="judge")(judge.judge_command)
 
 
 def main() -> None:
