@@ -69,14 +69,22 @@ def _agent_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
-async def _with_judge(judge_url: str | None, judge_model: str | None, work: Callable[[Any], Any]) -> Any:
+JUDGE_FORMATS = ("none", "json_object", "json_schema")
+Judge = tuple[str | None, str | None, str]  # url, model, response format
+
+
+async def _with_judge(judge: Judge, work: Callable[[Any], Any]) -> Any:
     """Run ``await work(completer)`` with the reasoning judge's client open (None without --judge-url)."""
+    judge_url, judge_model, judge_format = judge
     if not judge_url:
         return await work(None)
     from judging.reasoning import OpenAICompleter
 
     completer = OpenAICompleter(
-        judge_url, judge_model or "judge", api_key=os.environ.get(JUDGE_API_KEY_ENV, "none")
+        judge_url,
+        judge_model or "judge",
+        api_key=os.environ.get(JUDGE_API_KEY_ENV, "none"),
+        response_format=judge_format,  # type: ignore[arg-type]
     )
     try:
         return await work(completer)
@@ -133,6 +141,10 @@ def evaluate(
         str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
     ] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Pinned judge model name.")] = None,
+    judge_format: Annotated[
+        str,
+        typer.Option("--judge-format", help="Judge's constrained decoding: none, json_object, json_schema."),
+    ] = "none",
     train_manifest: Annotated[
         Path | None,
         typer.Option("--train-manifest", help="Training export's manifest.json (or its directory)."),
@@ -179,6 +191,8 @@ def evaluate(
         _fail("--index and --tasks are required (see arena eval --help)")
     if agent == "llm" and not (model_url and model):
         _fail("the llm agent needs --model-url and --model")
+    if judge_format not in JUDGE_FORMATS:
+        _fail(f"unknown --judge-format {judge_format!r}: expected one of {', '.join(JUDGE_FORMATS)}")
     try:
         loaded, report = load_task_files(tasks)
         manifest = read_train_manifest(train_manifest) if train_manifest is not None else None
@@ -215,7 +229,7 @@ def evaluate(
             "judge_model": (judge_model or "judge") if judge_url else None,
             "retry_errors": retry_errors,
         },
-        judge=(judge_url, judge_model),
+        judge=(judge_url, judge_model, judge_format),
         resamples=resamples,
         as_json=as_json,
     )
@@ -227,7 +241,7 @@ def _run(
     run_dir: Path,
     *,
     settings_args: dict[str, Any],
-    judge: tuple[str | None, str | None],
+    judge: Judge,
     resamples: int,
     as_json: bool,
 ) -> None:
@@ -276,7 +290,7 @@ def _run(
         with _progress(total, done, "samples") as advance:
             counts = asyncio.run(
                 _with_judge(
-                    *judge,
+                    judge,
                     lambda completer: run_evaluation(
                         selection.tasks,
                         run_dir=run_dir,
@@ -318,6 +332,10 @@ def rejudge(
         str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
     ] = None,
     judge_model: Annotated[str | None, typer.Option("--judge-model", help="Pinned judge model name.")] = None,
+    judge_format: Annotated[
+        str,
+        typer.Option("--judge-format", help="Judge's constrained decoding: none, json_object, json_schema."),
+    ] = "none",
     index: Annotated[
         Path | None, typer.Option("--index", help="Search index (default: the one the run used).")
     ] = None,
@@ -339,6 +357,8 @@ def rejudge(
     from neurons.evaluation.outputs import load_run, rejudge_run, write_results
     from neurons.evaluation.records import RUN_FILE, write_json
 
+    if judge_format not in JUDGE_FORMATS:
+        _fail(f"unknown --judge-format {judge_format!r}: expected one of {', '.join(JUDGE_FORMATS)}")
     try:
         run, tasks, previous = load_run(run_dir)
         search_index = open_index(index or Path(run["index"]))
@@ -356,8 +376,7 @@ def rejudge(
         with _progress(len(tasks) * k, 0, "judging") as advance:
             judged = asyncio.run(
                 _with_judge(
-                    judge_url,
-                    judge_model,
+                    (judge_url, judge_model, judge_format),
                     lambda completer: rejudge_run(
                         run_dir,
                         tasks,
