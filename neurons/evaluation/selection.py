@@ -130,10 +130,10 @@ def _strings(value: Any, where: str) -> set[str]:
 def read_train_manifest(path: Path) -> TrainManifest:
     """Read a training export's audit manifest (the file, or the export directory holding ``manifest.json``).
 
-    Accepted shape: ``{"splits": {<split>: {"task_ids": [...], "leak_clusters": [...]}, ...}}``
-    (``clusters`` and ``tasks`` are accepted as key names), or the same two lists at the top
-    level. Every split counts, ``eval`` included: whatever a training export holds may have
-    been trained on or selected against.
+    Accepted shape: curation's ``arena.export-manifest/1``, ``{"splits": {<split>: {"tasks":
+    [...], "clusters": [...], "episodes": [...]}, ...}}`` (``task_ids`` and ``leak_clusters``
+    are accepted as key names too), or the two lists at the top level. Every split counts,
+    ``eval`` included: whatever a training export holds may have been trained or selected on.
 
     Raises:
         SelectionError: the file is missing, not JSON, or holds neither task ids nor clusters.

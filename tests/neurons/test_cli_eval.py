@@ -118,11 +118,14 @@ def test_tasks_from_a_training_export_are_refused_and_counted(
     tasks = eval_tasks()
     export = tmp_path / "export"
     export.mkdir()
+    # The shape storage/manifest.py writes (arena.export-manifest/1).
     manifest = {
+        "schema": "arena.export-manifest/1",
         "splits": {
-            "train": {"task_ids": ["t-unrelated"], "leak_clusters": ["lc-pegasus"], "episode_ids": []},
-            "eval": {"task_ids": [tasks["chili"].task_id], "leak_clusters": [], "episode_ids": []},
-        }
+            "train": {"tasks": ["t-unrelated"], "clusters": ["lc-pegasus"], "episodes": ["ep-1"]},
+            "eval": {"tasks": [tasks["chili"].task_id], "clusters": [], "episodes": []},
+        },
+        "files": {},
     }
     (export / "manifest.json").write_text(json.dumps(manifest))
     with PolicyStub(scripts(tasks)).in_thread() as stub:
