@@ -17,7 +17,7 @@ from pathlib import Path
 
 from arena.tasks import save_tasks
 from arena.types import GoldItem, PriceConstraint, Task
-from neurons.evaluation.runner import sample_seed
+from neurons.evaluation.settings import sample_seed
 from tests.neurons.policy_stub import Script
 
 K = 4

@@ -21,7 +21,7 @@ from neurons.evaluation.records import (
     SampleRecord,
     read_records,
 )
-from neurons.evaluation.runner import sample_seed
+from neurons.evaluation.settings import sample_seed
 from tests.neurons.eval_world import (
     EXPECTED_ASR,
     EXPECTED_PASS_AT_2,

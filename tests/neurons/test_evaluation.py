@@ -18,14 +18,8 @@ from neurons.evaluation.records import (
     read_records,
     repair_tail,
 )
-from neurons.evaluation.runner import (
-    EvalSettings,
-    ModelUnavailable,
-    RunMismatch,
-    prepare_run_dir,
-    run_evaluation,
-    sample_seed,
-)
+from neurons.evaluation.runner import ModelUnavailable, run_evaluation
+from neurons.evaluation.settings import EvalSettings, RunMismatch, prepare_run_dir, sample_seed
 from tests.neurons.eval_world import (
     EXPECTED_ASR,
     EXPECTED_CAR,
