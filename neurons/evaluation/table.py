@@ -37,8 +37,10 @@ def _groups(results: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
 
 def _title(results: Mapping[str, Any]) -> str:
     run = results["run"]
-    model = run.get("model") or run.get("agent") or "agent"
-    return f"{model} (agent {run.get('agent', '?')}, temperature {run.get('temperature', '?')})"
+    agent = run.get("agent", "?")
+    if agent != "llm":
+        return f"agent {agent}"
+    return f"{run.get('model') or 'model'} (temperature {run.get('temperature', '?')})"
 
 
 def _tasks_line(tasks: int, selection: Mapping[str, Any]) -> str:
