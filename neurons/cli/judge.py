@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from arena.index import open_index
-from arena.tools import ToolContext
 from pydantic import ValidationError
 
 from arena.errors import ArenaError
+from arena.index import open_index
 from arena.shoppingbench import task_from_row
+from arena.tools import ToolContext
 from arena.types import Intent, Task, ToolLogEntry, Trajectory
 from judging.convert import load_trajectory
 from judging.judge import JudgeConfig, judge, judgment_summary
