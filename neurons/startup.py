@@ -62,6 +62,8 @@ def open_database(settings: ValidatorSettings) -> Engine:
     Raises:
         StartupError: the schema is not at head and upgrading was not asked for.
     """
+    if settings.embedded_database():
+        settings.data_path().mkdir(parents=True, exist_ok=True, mode=0o700)
     engine = make_engine(settings.database_url())
     if settings.db_upgrade or settings.embedded_database():
         upgrade(engine)

@@ -1,4 +1,4 @@
-"""An in-process validator rig: miner apps and the validator's tool server on loopback, the local chain, SQLite."""
+"""An in-process validator rig: miners and the tool server on loopback, the local chain, SQLite."""
 
 from __future__ import annotations
 
@@ -67,6 +67,24 @@ class Rig:
         return await self.net.chain("validator").snapshot()
 
 
+async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str, Agent]) -> None:
+    """Serve each named miner's agent on loopback, its endpoint served on the local chain."""
+    for name, agent in agents.items():
+        sock = free_socket()
+        port = sock.getsockname()[1]
+        chain = net.chain(name)
+        served = await chain.serve("127.0.0.1", port)
+        assert served.success, served.message
+        app = create_miner_app(
+            wallet=net.wallets[name],
+            agent=agent,
+            metagraph=chain.snapshot,
+            nonce_store=make_nonce_store(),
+            config=MinerAppConfig(metagraph_ttl=0.0),
+        )
+        await stack.enter_async_context(serve_app(app, sock))
+
+
 @asynccontextmanager
 async def running_rig(
     net: LocalNet,
@@ -82,20 +100,7 @@ async def running_rig(
     """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server."""
     registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog())
     async with AsyncExitStack() as stack:
-        for name, agent in agents.items():
-            sock = free_socket()
-            port = sock.getsockname()[1]
-            chain = net.chain(name)
-            served = await chain.serve("127.0.0.1", port)
-            assert served.success, served.message
-            app = create_miner_app(
-                wallet=net.wallets[name],
-                agent=agent,
-                metagraph=chain.snapshot,
-                nonce_store=make_nonce_store(),
-                config=MinerAppConfig(metagraph_ttl=0.0),
-            )
-            await stack.enter_async_context(serve_app(app, sock))
+        await serve_miners(stack, net, agents)
         tool_app = create_validator_app(
             tool_router=create_tool_router(registry, ToolContext(index=index)),
             health=lambda: {"status": "ok"},
