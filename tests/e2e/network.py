@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from arena.catalog import write_products
 from arena.synth import iter_synth_products
@@ -58,7 +59,9 @@ class Process:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.popen.poll() is not None:
-                raise AssertionError(f"{self.name} exited with {self.popen.returncode}:\n{self.output()[-5000:]}")
+                raise AssertionError(
+                    f"{self.name} exited with {self.popen.returncode}:\n{self.output()[-5000:]}"
+                )
             try:
                 if httpx.get(f"{self.base}/health", timeout=1.0).status_code == 200:
                     return
@@ -71,7 +74,9 @@ class Process:
         try:
             return self.popen.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"{self.name} still running after {timeout}s:\n{self.output()[-5000:]}") from None
+            raise AssertionError(
+                f"{self.name} still running after {timeout}s:\n{self.output()[-5000:]}"
+            ) from None
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
         if self.popen.poll() is None:
@@ -85,7 +90,7 @@ class Process:
 
 @dataclass
 class LocalNetwork:
-    """A local chain with an owner, a validator (stake and permit) and miners, plus the processes run on it."""
+    """A local chain with an owner, a validator (stake, permit) and miners, and the processes run on it."""
 
     root: Path
     miners: tuple[str, ...] = ("miner-good", "miner-bad")
@@ -125,7 +130,11 @@ class LocalNetwork:
         return hotkey_of(self.wallets[name])
 
     def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ARENA_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("ARENA_") and k != "PROMETHEUS_MULTIPROC_DIR"
+        }
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env.update(extra or {})
         return env
@@ -174,7 +183,9 @@ class LocalNetwork:
         values.update({key.upper(): value for key, value in settings.items()})
         return {f"ARENA_{key}": str(value) for key, value in values.items()}
 
-    def start_validator(self, *extra: str, port: int | None = None, wait: bool = True, **settings: Any) -> Process:
+    def start_validator(
+        self, *extra: str, port: int | None = None, wait: bool = True, **settings: Any
+    ) -> Process:
         port = port or free_port()
         args = ["validator", *self._common("validator"), "--host", "127.0.0.1", "--port", str(port), *extra]
         process = self._start("validator", args, port, self.validator_env(**settings))
@@ -185,3 +196,47 @@ class LocalNetwork:
     def stop(self) -> None:
         for process in reversed(self.processes):
             process.stop()
+
+
+def metric_value(base: str, name: str, **labels: str) -> float:
+    """The sum of the samples called ``name`` (with at least ``labels``) that ``base``/metrics serves."""
+    text = httpx.get(f"{base}/metrics", timeout=5.0).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and labels.items() <= sample.labels.items()
+    )
+
+
+def wait_for_rounds(validator: Process, rounds: int = 1, timeout: float = 90.0) -> None:
+    """Block until the validator reports ``rounds`` completed rounds on /metrics."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if validator.popen.poll() is not None:
+            raise AssertionError(f"validator exited:\n{validator.output()[-5000:]}")
+        if metric_value(validator.base, "arena_rounds_total") >= rounds:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"fewer than {rounds} rounds within {timeout}s:\n{validator.output()[-5000:]}")
+
+
+def start_running_network(
+    root: Path, **validator_settings: Any
+) -> tuple[LocalNetwork, Process, list[Process]]:
+    """A network with a solving and a failing miner and a validator running rounds back to back."""
+    net = LocalNetwork(root)
+    try:
+        miners = [
+            net.start_miner("miner-good", "scripted", wait=False),
+            net.start_miner("miner-bad", "tests.e2e.agents:failing_agent", wait=False),
+        ]
+        for miner in miners:
+            miner.wait_healthy()
+        settings: dict[str, Any] = {"round_interval": 2, "rotation_interval": 5}
+        settings.update(validator_settings)
+        validator = net.start_validator(**settings)
+    except BaseException:
+        net.stop()
+        raise
+    return net, validator, miners
