@@ -84,7 +84,7 @@ async def test_weights_land_on_chain_in_score_order_with_the_burn_to_the_owner(
         }
     assert gauge("arena_weights_last_success_block") == outcome.submission.block
     assert gauge("arena_miner_weight", uid="2") == pytest.approx(
-        dict(zip(outcome.plan.uids, outcome.plan.weights))[2]
+        dict(zip(outcome.plan.uids, outcome.plan.weights, strict=True))[2]
     )
     assert gauge("arena_miner_score", uid="3") == pytest.approx(
         outcome.plan.standings[net.hotkey("miner2")].lower
