@@ -27,32 +27,25 @@ logger = logging.getLogger(__name__)
 _TOOL_PREFIX = "/v1/"
 
 
-class MeteredToolLog:
+class MeteredToolLog(InMemoryToolLog):
     """The episode registry's tool log (in memory), counting each call by tool and status as it lands.
 
-    Tool names come from miners' agents: names outside the widest tool set are counted as
+    An ``InMemoryToolLog``, so the registry's pruning also frees the logs of expired episodes.
+    Tool names come from miners' agents: names outside every tool set are counted as
     ``unknown`` so the label set stays bounded.
     """
 
-    def __init__(self, inner: InMemoryToolLog | None = None) -> None:
-        self._inner = inner or InMemoryToolLog()
+    def __init__(self) -> None:
+        super().__init__()
         self._known = {tool.name for tools in TOOLSETS.values() for tool in tools}
 
     def append(self, entry: ToolLogEntry) -> None:
         """Record one executed tool call and count it."""
-        self._inner.append(entry)
+        super().append(entry)
         tool = entry.tool if entry.tool in self._known else "unknown"
         metrics.TOOL_CALLS.labels(tool, entry.status).inc()
         seconds = (entry.finished_at - entry.started_at).total_seconds()
         metrics.TOOL_CALL_DURATION.labels(tool).observe(max(0.0, seconds))
-
-    def entries(self, episode_id: str) -> list[ToolLogEntry]:
-        """Return an episode's entries ordered by ``seq``."""
-        return self._inner.entries(episode_id)
-
-    def discard(self, episode_id: str) -> None:
-        """Forget an episode's entries."""
-        self._inner.discard(episode_id)
 
 
 def create_validator_app(

@@ -184,11 +184,16 @@ class LocalNetwork:
         return {f"ARENA_{key}": str(value) for key, value in values.items()}
 
     def start_validator(
-        self, *extra: str, port: int | None = None, wait: bool = True, **settings: Any
+        self,
+        *extra: str,
+        port: int | None = None,
+        wait: bool = True,
+        env: dict[str, str] | None = None,
+        **settings: Any,
     ) -> Process:
         port = port or free_port()
         args = ["validator", *self._common("validator"), "--host", "127.0.0.1", "--port", str(port), *extra]
-        process = self._start("validator", args, port, self.validator_env(**settings))
+        process = self._start("validator", args, port, {**self.validator_env(**settings), **(env or {})})
         if wait and "--once" not in extra:
             process.wait_healthy()
         return process
@@ -222,7 +227,7 @@ def wait_for_rounds(validator: Process, rounds: int = 1, timeout: float = 90.0) 
 
 
 def start_running_network(
-    root: Path, **validator_settings: Any
+    root: Path, env: dict[str, str] | None = None, **validator_settings: Any
 ) -> tuple[LocalNetwork, Process, list[Process]]:
     """A network with a solving and a failing miner and a validator running rounds back to back."""
     net = LocalNetwork(root)
@@ -235,7 +240,7 @@ def start_running_network(
             miner.wait_healthy()
         settings: dict[str, Any] = {"round_interval": 2, "rotation_interval": 5}
         settings.update(validator_settings)
-        validator = net.start_validator(**settings)
+        validator = net.start_validator(env=env, **settings)
     except BaseException:
         net.stop()
         raise

@@ -15,7 +15,11 @@ from tests.e2e.prometheus import Prometheus
 
 @pytest.fixture
 def network(tmp_path: Path) -> Iterator[tuple[LocalNetwork, Process]]:
-    net, validator, _ = start_running_network(tmp_path / "net")
+    # Multiprocess mode, as the compose stack and the systemd unit run the validator.
+    (tmp_path / "metrics").mkdir()
+    net, validator, _ = start_running_network(
+        tmp_path / "net", env={"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    )
     try:
         yield net, validator
     finally:

@@ -143,3 +143,18 @@ async def test_serve_once_runs_rotation_a_round_and_weights_in_one_process(
         assert repository.count_judged(session) == 4
         assert repository.get_round(session, round_id=0).closed_at is not None  # type: ignore[union-attr]
     engine.dispose()
+
+
+def test_pruning_frees_the_metered_tool_logs(fixture_index: SearchIndex) -> None:
+    now = [1_000_000.0]
+    registry = EpisodeRegistry(
+        EpisodeTokens(b"s" * 32), MeteredToolLog(), clock=lambda: now[0], token_grace_s=5
+    )
+    episode_id, token = registry.open_episode("t-1", "hk", Budgets(5, 30.0))
+    registry.call_tool(
+        token, "find_product", {"q": "kettle"}, call_id="c1", ctx=ToolContext(index=fixture_index)
+    )
+    assert len(registry.log(episode_id)) == 1
+    now[0] += 60
+    assert registry.prune() == [episode_id]
+    assert registry.log(episode_id) == []
