@@ -162,6 +162,11 @@ def judge_chunk(args: tuple[int, int, int]) -> tuple[int, float]:
         for task, traj, log in episodes:
             await judge(task, traj, log=log, products=lookup, completer=None, config=config)
 
+    async def warm() -> None:  # first-use costs (regex compilation, validators) are not throughput
+        task, traj, log = episode(products, stop, searches)
+        await judge(task, traj, log=log, products=lookup, completer=None, config=config)
+
+    asyncio.run(warm())
     began = time.perf_counter()
     asyncio.run(run())
     return len(episodes), time.perf_counter() - began

@@ -42,7 +42,7 @@ class JudgeConfig:
 
     toolset: str = DEFAULT_TOOLSET
     title_matcher: TitleMatcher = field(default=LEXICAL)
-    title_threshold: float = 0.5
+    title_threshold: float = 0.7
     knowledge_title_threshold: float = 0.8
     token_budget: int = 32_768
     success_weight: float = 0.6

@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from arena.types import Task, Trajectory
 from judging.errors import JudgeUnavailable
@@ -56,6 +56,23 @@ _INJECTION = [
 ]
 
 
+# The reply's JSON schema, for servers that constrain decoding to it (vLLM, OpenAI); the reply
+# is validated against the same rules in parse_verdict whether or not the server enforced it.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **{gate: {"type": "boolean"} for gate in GATES},
+        "score": {"type": "integer", "enum": list(SCALE)},
+        "injection_attempt": {"type": "boolean"},
+        "labels": {"type": "array", "items": {"type": "string", "maxLength": 40}, "maxItems": 5},
+        "rationale": {"type": "string", "maxLength": 400},
+    },
+    "required": [*GATES, "score", "injection_attempt", "labels", "rationale"],
+    "additionalProperties": False,
+}
+ResponseFormat = Literal["none", "json_object", "json_schema"]
+
+
 class Completer(Protocol):
     """A chat endpoint at temperature 0 that returns the assistant's text for ``messages``."""
 
@@ -70,7 +87,12 @@ class Completer(Protocol):
 
 
 class OpenAICompleter:
-    """A :class:`Completer` over any OpenAI-compatible endpoint (vLLM, llama.cpp, OpenAI)."""
+    """A :class:`Completer` over any OpenAI-compatible endpoint (vLLM, llama.cpp, OpenAI).
+
+    ``response_format`` asks the server to constrain decoding: ``json_schema`` (vLLM, OpenAI)
+    sends :data:`VERDICT_SCHEMA`, ``json_object`` asks for any JSON object, ``none`` (the
+    default, understood everywhere) relies on the prompt alone.
+    """
 
     def __init__(
         self,
@@ -80,7 +102,7 @@ class OpenAICompleter:
         api_key: str = "none",
         max_tokens: int = 400,
         timeout_s: float = 60.0,
-        json_mode: bool = False,
+        response_format: ResponseFormat = "none",
         http_client: Any = None,  # an AsyncClient of the HTTP library the installed openai uses
     ) -> None:
         from openai import AsyncOpenAI
@@ -91,7 +113,7 @@ class OpenAICompleter:
         )
         self._model = model
         self._max_tokens = max_tokens
-        self._json_mode = json_mode
+        self._response_format = response_format
 
     @property
     def model(self) -> str:
@@ -100,7 +122,12 @@ class OpenAICompleter:
 
     async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
         """Ask the endpoint once at temperature 0 and return the reply text."""
-        extra: dict[str, Any] = {"response_format": {"type": "json_object"}} if self._json_mode else {}
+        extra: dict[str, Any] = {}
+        if self._response_format == "json_object":
+            extra["response_format"] = {"type": "json_object"}
+        elif self._response_format == "json_schema":
+            schema = {"name": "reasoning_verdict", "schema": VERDICT_SCHEMA, "strict": True}
+            extra["response_format"] = {"type": "json_schema", "json_schema": schema}
         response = await self._client.chat.completions.create(
             model=self._model,
             messages=[dict(m) for m in messages],  # type: ignore[misc]

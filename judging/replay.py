@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from arena.tools import ToolContext, canonical_arguments, run_tool
-from arena.types import ToolLogEntry, Trajectory, result_hash
+from arena.episode import run_logged
+from arena.tools import ToolContext
+from arena.types import ToolLogEntry, Trajectory
 
 
 def replay_log(trajectory: Trajectory, ctx: ToolContext) -> list[ToolLogEntry]:
@@ -22,24 +21,14 @@ def replay_log(trajectory: Trajectory, ctx: ToolContext) -> list[ToolLogEntry]:
     Returns:
         One entry per call, ``seq`` from 0, with the trajectory's call ids.
     """
-    entries: list[ToolLogEntry] = []
-    for seq, call in enumerate(trajectory.tool_calls()):
-        name, raw = call.function.name, call.function.arguments
-        started = datetime.now(UTC)
-        result = run_tool(name, raw, ctx)
-        finished = datetime.now(UTC)
-        entries.append(
-            ToolLogEntry(
-                episode_id=trajectory.episode_id,
-                seq=seq,
-                call_id=call.id,
-                tool=name,
-                arguments=canonical_arguments(name, raw),
-                result=result.content,
-                result_hash=result_hash(result.content),
-                status="error" if result.error else "ok",
-                started_at=started,
-                finished_at=finished,
-            )
+    return [
+        run_logged(
+            call.function.name,
+            call.function.arguments,
+            ctx,
+            episode_id=trajectory.episode_id,
+            seq=seq,
+            call_id=call.id,
         )
-    return entries
+        for seq, call in enumerate(trajectory.tool_calls())
+    ]

@@ -18,7 +18,7 @@ app.add_typer(tasks.app, name="tasks")
 app.add_typer(tools.app, name="tools")
 app.command(name="miner")(miner.miner)
 app.command(name="validator")(validator.validator)
-app.command("judge")(judge.judge_command)
+app.command(name="judge")(judge.judge_command)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from arena.errors import ArenaError
-from arena.index import open_index
+from arena.index import SearchIndex, open_index
 from arena.shoppingbench import task_from_row
 from arena.tools import ToolContext
 from arena.types import Intent, Task, ToolLogEntry, Trajectory
@@ -19,6 +19,7 @@ from judging.convert import load_trajectory
 from judging.judge import JudgeConfig, judge, judgment_summary
 from judging.reasoning import OpenAICompleter
 from judging.replay import replay_log
+from judging.types import Judgment
 
 
 class UnusableInput(Exception):
@@ -96,6 +97,10 @@ def judge_command(
         str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
     ] = None,
     judge_model: Annotated[str, typer.Option("--judge-model", help="Pinned judge model name.")] = "judge",
+    judge_format: Annotated[
+        str,
+        typer.Option("--judge-format", help="Constrained decoding: none, json_object or json_schema (vLLM)."),
+    ] = "none",
     intent: Annotated[str | None, typer.Option("--intent", help="Intent of a ShoppingBench row.")] = None,
     toolset: Annotated[str, typer.Option("--toolset", help="Toolset the episode ran with.")] = "sb-1",
     full: Annotated[bool, typer.Option("--full", help="Print the whole Judgment, not the summary.")] = False,
@@ -109,6 +114,9 @@ def judge_command(
     """
     if intent is not None and intent not in ("product", "shop", "voucher", "knowledge"):
         typer.echo(f"error: unknown intent {intent!r}", err=True)
+        raise typer.Exit(2)
+    if judge_format not in ("none", "json_object", "json_schema"):
+        typer.echo(f"error: unknown judge format {judge_format!r}", err=True)
         raise typer.Exit(2)
     try:
         raw_trajectory = _read_values(trajectory)
@@ -132,9 +140,12 @@ def judge_command(
         if log is None:
             log = replay_log(the_trajectory, ToolContext(index=search_index, toolset=toolset))
         config = JudgeConfig(toolset=toolset, catalog_version=search_index.catalog_version)
-        judgment = asyncio.run(
-            _judge(the_task, the_trajectory, log, search_index, config, judge_url, judge_model)
+        completer = (
+            OpenAICompleter(judge_url, judge_model, response_format=judge_format)  # type: ignore[arg-type]
+            if judge_url
+            else None
         )
+        judgment = asyncio.run(_judge(the_task, the_trajectory, log, search_index, config, completer))
     finally:
         search_index.close()
     output = judgment.model_dump(mode="json") if full else judgment_summary(judgment, warnings=warnings)
@@ -145,12 +156,10 @@ async def _judge(
     task: Task,
     trajectory: Trajectory,
     log: list[ToolLogEntry],
-    index: Any,
+    index: SearchIndex,
     config: JudgeConfig,
-    judge_url: str | None,
-    judge_model: str,
-) -> Any:
-    completer = OpenAICompleter(judge_url, judge_model) if judge_url else None
+    completer: OpenAICompleter | None,
+) -> Judgment:
     try:
         return await judge(
             task, trajectory, log=log, products=index.products, completer=completer, config=config

@@ -262,6 +262,16 @@ async def test_openai_completer_sends_temperature_zero() -> None:
     await client.aclose()
     assert verdict.value == 0.25 and verdict.model == "judge-m"
     assert seen[0]["temperature"] == 0.0 and seen[0]["model"] == "judge-m"
+    assert "response_format" not in seen[0]
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    strict = OpenAICompleter(
+        "http://judge.test/v1", "judge-m", http_client=client, response_format="json_schema"
+    )
+    await judge_reasoning(shop_task(), good_shop_episode().trajectory(), strict)
+    await client.aclose()
+    sent = seen[-1]["response_format"]
+    assert isinstance(sent, dict) and sent["type"] == "json_schema"
+    assert sent["json_schema"]["schema"]["properties"]["score"]["enum"] == [0, 1, 2, 3, 4]
 
 
 async def test_injection_is_flagged_even_without_a_judge() -> None:
@@ -278,3 +288,22 @@ def test_long_episodes_are_cut_to_fit() -> None:
     assert "chars cut]" in rendered
     short = render_trajectory(good_shop_episode().trajectory())
     assert "chars cut]" not in short
+
+
+@pytest.mark.local_llm
+async def test_a_real_small_model_is_scored_or_unscored_never_wrong() -> None:
+    # SmolLM2-135M cannot follow the rubric reliably; whatever it says, the verdict must be a
+    # value from the scale or unscored with a cause, and the judge must not raise.
+    from neurons.local_llm import LocalLLM
+
+    with LocalLLM() as llm:
+        completer = OpenAICompleter(llm.base_url, "smollm2-135m-instruct", timeout_s=300.0)
+        verdict = await judge_reasoning(
+            shop_task(), good_shop_episode().trajectory(), completer, retries=0, timeout_s=300.0
+        )
+        await completer.aclose()
+    assert verdict.model == "smollm2-135m-instruct"
+    if verdict.value is None:
+        assert (verdict.unscored_cause or "").split(":")[0] in ("timeout", "error", "unparseable")
+    else:
+        assert verdict.value in (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import http.server
 import json
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,3 +190,74 @@ def test_unusable_input_exits_2(index_dir: Path, tmp_path: Path, what: str) -> N
 def test_help_has_an_example() -> None:
     result = runner.invoke(app, ["judge", "--help"])
     assert result.exit_code == 0 and "Example: arena judge" in result.stdout
+
+
+class JudgeHandler(http.server.BaseHTTPRequestHandler):
+    """A loopback stand-in for an OpenAI-compatible judge: one fixed verdict for every request."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        verdict = {
+            "inference_present": True,
+            "tool_results_analysed": True,
+            "datum_cited": True,
+            "candidates_compared": False,
+            "score": 3,
+            "injection_attempt": False,
+            "labels": [],
+            "rationale": "ok",
+        }
+        reply = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": json.dumps(verdict)},
+                }
+            ],
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def judge_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JudgeHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_reasoning_judge_endpoint(index_dir: Path, tmp_path: Path, judge_server: str) -> None:
+    traj = write(tmp_path, "t.json", play(index_dir, SHOP_QUERY, SHOP_STEPS).to_wire())
+    task = write(tmp_path, "task.json", shop_task().model_dump(mode="json"))
+    code, out, _ = judge_cli(index_dir, task, traj, "--judge-url", judge_server, "--judge-model", "m-1")
+    assert code == 0 and out is not None
+    assert out["reasoning"] == {"value": 0.75, "model": "m-1"}
+    assert out["score"] == pytest.approx(0.8 + 0.2 * 0.75)
+    assert out["versions"]["judge_model"] == "m-1" and out["versions"]["prompt_hash"]
+
+
+def test_unreachable_judge_leaves_reasoning_unscored(index_dir: Path, tmp_path: Path) -> None:
+    traj = write(tmp_path, "t.json", play(index_dir, SHOP_QUERY, SHOP_STEPS).to_wire())
+    task = write(tmp_path, "task.json", shop_task().model_dump(mode="json"))
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code, out, _ = judge_cli(index_dir, task, traj, "--judge-url", f"http://127.0.0.1:{port}/v1")
+    assert code == 0 and out is not None
+    assert out["reasoning"]["value"] is None and out["score"] == 1.0
