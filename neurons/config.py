@@ -159,7 +159,8 @@ class JudgeSettings(BaseModel):
     timeout: float = Field(default=60.0, gt=0, le=3600)  # seconds per LLM call before a retry
     retries: int = Field(default=2, ge=0, le=10)  # retries with exponential backoff, then unscored
     concurrency: int = Field(default=8, ge=1, le=1024)  # LLM judge calls in flight at once
-    json_mode: bool = False  # ask the endpoint for response_format=json_object
+    # Constrained decoding asked of the endpoint: json_schema (vLLM, OpenAI), json_object, or none.
+    response_format: Literal["none", "json_object", "json_schema"] = "none"
 
     @model_validator(mode="after")
     def _complete(self) -> JudgeSettings:

@@ -262,7 +262,7 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
             judge.model or "",
             api_key=judge.api_key.get_secret_value(),
             timeout_s=judge.timeout,
-            json_mode=judge.json_mode,
+            response_format=judge.response_format,
         )
         if judge.base_url
         else None
