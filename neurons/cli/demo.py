@@ -101,7 +101,7 @@ def demo(
     from neurons.local_llm import LocalLLMError
     from neurons.logs import setup_logging
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     setup_logging("WARNING")
     root = workdir or DEFAULT_ROOT / datetime.now().strftime("%Y%m%d-%H%M%S")
     if catalog is not None and not catalog.is_file():
