@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from judging.axis import axis_for_miner
@@ -109,7 +110,12 @@ def summarize(
 
 def summary_table(rows: Sequence[MinerSummary], *, rounds: int) -> Table:
     """The rows as a rich table (hotkeys shortened)."""
-    table = Table(title=f"Shopping Arena local network: {rounds} round{'s' * (rounds != 1)}")
+    table = Table(
+        title=f"Shopping Arena local network: {rounds} round{'s' * (rounds != 1)}",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+    )
     for column, justify in (
         ("uid", "right"),
         ("hotkey", "left"),
@@ -120,11 +126,11 @@ def summary_table(rows: Sequence[MinerSummary], *, rounds: int) -> Table:
         ("axis", "center"),
         ("weight", "right"),
     ):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in rows:
         table.add_row(
             str(row.uid),
-            f"{row.hotkey[:8]}…{row.hotkey[-4:]}",
+            f"{row.hotkey[:10]}…",
             row.agent,
             str(row.tasks),
             str(row.successes),
