@@ -3,8 +3,10 @@
 NeuronError
 ├── ChainUnavailable  a chain call timed out, lost its connection or could not be decoded;
 │                     the job that made it logs, counts, and retries on its next tick
-└── LocalChainError   the local chain file is missing, of another subnet, or asked for
-                      something the local chain does not model
+├── LocalChainError   the local chain file is missing, of another subnet, or asked for
+│                     something the local chain does not model
+└── DeadlinePassed    a miner query waited for a connection slot past its deadline and was
+                      never sent (validator overload: not the miner's fault)
 
 A chain *refusal* (rate limit, not registered, too few weights) is not an exception: it is a
 ``Submission``/``WeightSubmission`` with ``success=False`` and a reason code.
@@ -33,3 +35,11 @@ class ChainUnavailable(NeuronError):
 
 class LocalChainError(NeuronError):
     """The local chain file is missing or invalid, or a request is outside what it models."""
+
+
+class DeadlinePassed(NeuronError):
+    """A miner query was never sent: its deadline passed while it waited for a connection slot.
+
+    The validator was overloaded (more queries than ``max_concurrency`` allows in the time given);
+    this is our fault, not the miner's, so it must not be scored as the miner's timeout.
+    """

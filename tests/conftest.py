@@ -1,4 +1,4 @@
-"""Shared fixtures: the 20-product fixture catalog and its path; a throwaway PostgreSQL server."""
+"""Shared fixtures: the fixture catalog, ShoppingBench task files, search indexes, a throwaway PostgreSQL."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from arena.catalog import write_products
+from arena.synth import iter_synth_products
 from tests.postgres import postgres_server, postgres_url  # noqa: F401  (a throwaway PostgreSQL for any test)
 
 if TYPE_CHECKING:
@@ -62,5 +64,30 @@ def fixture_index(fixture_index_dir: Path) -> Iterator[SearchIndex]:
     from arena.index import open_index
 
     index = open_index(fixture_index_dir)
+    yield index
+    index.close()
+
+
+SYNTH_PRODUCTS = 20000
+
+
+@pytest.fixture(scope="session")
+def synth_index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A search index built from a 20000-product synthetic catalog (seed 21)."""
+    from arena.index import build_index
+
+    root = tmp_path_factory.mktemp("synth-index")
+    catalog = root / "catalog.jsonl"
+    write_products(iter_synth_products(SYNTH_PRODUCTS, 21), catalog)
+    build_index([catalog], root / "index")
+    return root / "index"
+
+
+@pytest.fixture(scope="session")
+def synth_index(synth_index_dir: Path) -> Iterator[SearchIndex]:
+    """The synthetic index, opened once for the session."""
+    from arena.index import open_index
+
+    index = open_index(synth_index_dir)
     yield index
     index.close()

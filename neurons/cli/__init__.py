@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, tools
+from neurons.cli import catalog, miner, tasks, tools
 
 app = typer.Typer(
     name="arena",
@@ -13,9 +13,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
 app.add_typer(catalog.app, name="catalog")
+app.add_typer(tasks.app, name="tasks")
 app.add_typer(tools.app, name="tools")
+app.command(name="miner")(miner.miner)
 
 
 def main() -> None:

@@ -1,0 +1,142 @@
+"""Task files: our JSONL format (one ``Task`` per line), loaded with bad-row reports and saved atomically.
+
+A line is the JSON of ``Task.model_dump(mode="json")``. A bad line (invalid JSON, failed
+validation, a ``task_id`` that does not match the content, a repeated ``task_id``) is reported
+with file, line and reason, counted and skipped, as catalog rows are; a missing or unreadable
+file is an ``InvalidTask`` error. ``.gz`` files are read and written compressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from arena.catalog import BadRow, open_text
+from arena.errors import InvalidTask
+from arena.types import Task
+
+logger = logging.getLogger(__name__)
+
+MAX_REPORTED_BAD_ROWS = 1000
+
+
+@dataclass
+class TaskLoadReport:
+    """Totals of a load: rows read, tasks accepted, bad rows (the first N kept), duplicates dropped."""
+
+    rows: int = 0
+    tasks: int = 0
+    bad: int = 0
+    duplicates: int = 0
+    bad_rows: list[BadRow] = field(default_factory=list)
+
+    def reject(self, row: BadRow) -> None:
+        """Count a bad row and keep its report while under the cap."""
+        self.bad += 1
+        if len(self.bad_rows) < MAX_REPORTED_BAD_ROWS:
+            self.bad_rows.append(row)
+        logger.warning("task_bad_row path=%s line=%d reason=%s", row.path, row.line, row.reason)
+
+
+def task_line(task: Task) -> str:
+    """Serialise one task as a JSONL line (stable bytes for the same task)."""
+    return json.dumps(task.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def parse_task(row: object) -> Task:
+    """Validate one decoded JSON row as a Task.
+
+    Raises:
+        ValueError: the row is not an object or fails validation (the message says where and why).
+    """
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    try:
+        return Task.model_validate(row)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "row"
+        raise ValueError(f"{where}: {first['msg']}") from exc
+
+
+def iter_tasks(paths: Iterable[Path | str], report: TaskLoadReport | None = None) -> Iterator[Task]:
+    """Stream tasks from task files, skipping (and reporting) bad rows and repeated task ids.
+
+    Raises:
+        InvalidTask: a file is missing or unreadable.
+    """
+    report = report if report is not None else TaskLoadReport()
+    seen: set[str] = set()
+    for raw_path in paths:
+        path = Path(raw_path)
+        if not path.is_file():
+            raise InvalidTask(f"task file not found: {path}")
+        try:
+            with open_text(path) as handle:
+                for line_no, line in enumerate(handle, start=1):
+                    if not line.strip():
+                        continue
+                    report.rows += 1
+                    try:
+                        task = parse_task(json.loads(line))
+                    except ValueError as exc:
+                        report.reject(BadRow(str(path), line_no, str(exc)))
+                        continue
+                    if task.task_id in seen:
+                        report.reject(BadRow(str(path), line_no, f"duplicate task_id {task.task_id}"))
+                        continue
+                    seen.add(task.task_id)
+                    report.tasks += 1
+                    yield task
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise InvalidTask(f"cannot read task file {path}: {exc}") from exc
+
+
+def load_tasks(path: Path | str, report: TaskLoadReport | None = None) -> list[Task]:
+    """Load every valid task of one JSONL task file (bad rows are reported in ``report`` and skipped).
+
+    Raises:
+        InvalidTask: the file is missing or unreadable.
+    """
+    return list(iter_tasks([path], report))
+
+
+def _open_write(path: Path, tmp: str) -> IO[str]:
+    if path.suffix == ".gz":
+        return gzip.open(tmp, "wt", encoding="utf-8")
+    return open(tmp, "w", encoding="utf-8")
+
+
+def save_tasks(tasks: Iterable[Task], path: Path | str) -> int:
+    """Write tasks to a JSONL file atomically (a temporary file renamed into place); return the count.
+
+    Raises:
+        InvalidTask: the file cannot be written.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    count = 0
+    try:
+        with _open_write(target, tmp) as handle:
+            for task in tasks:
+                handle.write(task_line(task))
+                count += 1
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InvalidTask(f"cannot write task file {target}: {exc}") from exc
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
