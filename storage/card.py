@@ -1,18 +1,25 @@
-"""The export's dataset card (``README.md`` in the export directory): counts, sources, versions, licence, funnel."""
+"""The export's dataset card (``README.md`` in the export directory): counts, sources, versions, licence."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
-FORMAT_TABLE = """\
-| file | columns | TRL dataset type | trainer |
-| --- | --- | --- | --- |
-| `sft` | `messages`, `tools` | conversational language modeling, with tools | `SFTTrainer` |
-| `kto` | `prompt`, `completion`, `label`, `tools` | conversational unpaired preference | `KTOTrainer` |
-| `dpo` | `prompt`, `chosen`, `rejected`, `tools` | conversational preference (explicit prompt) | `DPOTrainer` |
-| `grpo` | `prompt`, `tools`, `task_id`, `intent`, `ground_truth`, `observed_rewards`, `observed_success`, `observed_turn_rewards` | conversational prompt-only; extra columns reach the reward functions | `GRPOTrainer` |
-"""
+FORMAT_TABLE = "\n".join(
+    [
+        "| file | columns | TRL dataset type | trainer |",
+        "| --- | --- | --- | --- |",
+        "| `sft` | `messages`, `tools` | conversational language modeling, with tools | `SFTTrainer` |",
+        "| `kto` | `prompt`, `completion`, `label`, `tools` | conversational unpaired preference "
+        "| `KTOTrainer` |",
+        "| `dpo` | `prompt`, `chosen`, `rejected`, `tools` | conversational preference (explicit prompt) "
+        "| `DPOTrainer` |",
+        "| `grpo` | `prompt`, `tools`, `task_id`, `intent`, `ground_truth`, `observed_rewards`, "
+        "`observed_success`, `observed_turn_rewards` | conversational prompt-only; the extra columns "
+        "reach the reward functions | `GRPOTrainer` |",
+        "",
+    ]
+)
 
 LICENCE = """\
 Tasks imported from ShoppingBench (yjwjy/ShoppingBench, source `shoppingbench`) are under the
@@ -126,7 +133,9 @@ def _configs(files: dict[str, dict[str, Any]]) -> list[str]:
     lines: list[str] = []
     for fmt, splits in sorted(by_format.items()):
         lines += [f"- config_name: {fmt}", "  data_files:"]
-        lines += [f"  - split: {split}\n    path: {path}" for split, path in sorted(splits.items(), reverse=True)]
+        lines += [
+            f"  - split: {split}\n    path: {path}" for split, path in sorted(splits.items(), reverse=True)
+        ]
     return lines
 
 

@@ -9,7 +9,7 @@ missing ones with None. Writing them ourselves makes a JSONL row equal the Parqu
 | ``role`` | the role | ``assistant`` | ``tool`` |
 | ``content`` | the text | the text, ``""`` when the turn only calls tools | the result text, verbatim |
 | ``reasoning_content`` | None | the model's thinking, or None | None |
-| ``tool_calls`` | None | ``[{"id", "type": "function", "function": {"name", "arguments": {...}}}]`` or None | None |
+| ``tool_calls`` | None | ``[{"id", "type", "function": {"name", "arguments": {...}}}]`` or None | None |
 | ``tool_call_id`` | None | None | the id of the call it answers |
 | ``name`` | None | None | the called tool's name |
 
@@ -132,11 +132,11 @@ def _body(messages: tuple[Message, ...], known: set[str]) -> list[dict[str, Any]
         if item.role in ("system", "user"):
             return "extra_user_turn"
         if item.role == "tool":
-            call = item.tool_call_id or ""
-            if call not in pending:
+            call_id = item.tool_call_id or ""
+            if call_id not in pending:
                 return "orphan_tool_message"
-            out.append(message("tool", item.content or "", tool_call_id=call, name=pending.pop(call)))
-            answered.add(call)
+            out.append(message("tool", item.content or "", tool_call_id=call_id, name=pending.pop(call_id)))
+            answered.add(call_id)
             continue
         if pending:  # a new assistant turn before every earlier call got its result
             return "unanswered_tool_call"
@@ -151,7 +151,11 @@ def _body(messages: tuple[Message, ...], known: set[str]) -> list[dict[str, Any]
                 return "duplicate_call_id"
             pending[call.id] = call.function.name
             calls.append(
-                {"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": arguments}}
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": arguments},
+                }
             )
         out.append(
             message(

@@ -1,4 +1,4 @@
-"""The curation funnel: judged traces, streamed from the database, into ranked, deduplicated, split training candidates.
+"""The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
 
 Stages (``storage.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
 5 ranking, 6 dedup and caps, 7 split (with the task audit enforced). The issue lists ranking
@@ -251,7 +251,9 @@ class _ClusterState:
     """What dedup remembers within one leak cluster: kept signatures, kept step sets by answer, cap counts."""
 
     exact: set[str] = field(default_factory=set)
-    steps_by_answer: dict[tuple[str, ...], list[frozenset[str]]] = field(default_factory=lambda: defaultdict(list))
+    steps_by_answer: dict[tuple[str, ...], list[frozenset[str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     per_task_miner: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
     per_task: Counter[tuple[str, bool]] = field(default_factory=Counter)
 
@@ -330,7 +332,8 @@ def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -
 
 def _leak_message(report: AuditReport) -> str:
     shown = "; ".join(
-        f"{v.rule} ({v.detail[:60]}): {' / '.join(f'{t} [{p}]' for t, p in zip(v.task_ids, v.pools, strict=False))}"
+        f"{v.rule} ({v.detail[:60]}): "
+        + " / ".join(f"{t} [{p}]" for t, p in zip(v.task_ids, v.pools, strict=False))
         for v in report.violations[:MAX_REPORTED_VIOLATIONS]
     )
     pools = ", ".join(f"{pool}={side}" for side, pool in SPLIT_POOL.items())

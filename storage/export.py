@@ -1,4 +1,4 @@
-"""Export a curated run to a directory: TRL-ready JSONL and Parquet per format and split, plus the funnel, card and manifest.
+"""Export a curated run: TRL-ready JSONL and Parquet per format and split, the funnel, card and manifest.
 
 Files (``DIR`` is ``out_dir``; the train split at the top, the eval split under ``eval/``):
 
@@ -52,11 +52,12 @@ class _Sink:
         self.relative = f"{name}.jsonl" if split == "train" else f"eval/{name}.jsonl"
         self.fmt, self.split, self.rows = fmt, split, 0
         self.provenance: list[Any] = []
-        path = root / self.relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._jsonl = path.open("w", encoding="utf-8")
+        self._path = root / self.relative
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._jsonl = self._path.open("w", encoding="utf-8")
         self._hash = hashlib.sha256()
-        self._parquet = pq.ParquetWriter(path.with_suffix(".parquet"), FEATURES[fmt].arrow_schema) if fmt else None
+        parquet = self._path.with_suffix(".parquet")
+        self._parquet = pq.ParquetWriter(parquet, FEATURES[fmt].arrow_schema) if fmt else None
         self._buffer: list[dict[str, Any]] = []
 
     def write(self, row: dict[str, Any], provenance: Any) -> None:
@@ -81,18 +82,21 @@ class _Sink:
         """Finish both files; return their manifest entries."""
         self._flush()
         self._jsonl.close()
-        entry = {"format": self.fmt or self.relative.rsplit("/", 1)[-1][:-6], "split": self.split, "rows": self.rows}
+        entry = {"format": self.fmt or self._path.stem, "split": self.split, "rows": self.rows}
         files = {self.relative: {**entry, "sha256": self._hash.hexdigest(), "provenance": self.provenance}}
         if self._parquet is not None:
             self._parquet.close()
-            parquet = self.relative.removesuffix(".jsonl") + ".parquet"
-            files[parquet] = {**entry, "sha256": _file_hash(self._jsonl.name[: -len(".jsonl")] + ".parquet")}
+            parquet = self._path.with_suffix(".parquet")
+            files[self.relative.removesuffix(".jsonl") + ".parquet"] = {
+                **entry,
+                "sha256": _file_hash(parquet),
+            }
         return files
 
 
-def _file_hash(path: str) -> str:
+def _file_hash(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -143,7 +147,7 @@ def _all_tasks(workspace: Workspace) -> Iterable[str]:
 def export(
     curation: Curation, out_dir: Path, *, formats: Sequence[str] = FORMATS, source: str = ""
 ) -> dict[str, Any]:
-    """Write a finished curation to ``out_dir`` (see the module docstring); return ``funnel.json``'s content."""
+    """Write a finished curation to ``out_dir`` (module docstring); return ``funnel.json``'s content."""
     staging = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -156,69 +160,109 @@ def export(
 
 
 def _write_all(curation: Curation, root: Path, formats: Sequence[str], source: str) -> dict[str, Any]:
-    workspace, funnel = curation.workspace, curation.funnel
-    created_at = datetime.now(UTC).isoformat(timespec="seconds")
-    sinks = {(fmt, side): _Sink(root, fmt, side, fmt) for fmt in formats for side in SPLITS}
-    streams = [AXIS_B, *([UNSCORED] if curation.config.unscored == "separate" else [])]
-    sinks |= {(stream, side): _Sink(root, stream, side, None) for stream in streams for side in SPLITS}
-    content: dict[str, set[str]] = {}
-    splits: dict[str, dict[str, set[str]]] = {side: {"tasks": set(), "clusters": set(), "episodes": set()} for side in SPLITS}
-    hashes: dict[str, str] = {}
-    versions: dict[str, Counter[str]] = {}
+    run = _Run(curation, root, formats)
+    run.imitation()
+    if "dpo" in formats:
+        run.dpo()
+    run.aside()
+    if "grpo" in formats:
+        run.grpo()
+    return run.finish(source)
 
-    def note(row: Row) -> Split:
-        side = curation.split(row.cluster)
+
+class _Run:
+    """One export in progress: its open files and what the manifest and card collect along the way."""
+
+    def __init__(self, curation: Curation, root: Path, formats: Sequence[str]) -> None:
+        self.curation, self.root, self.formats = curation, root, formats
+        self.workspace = curation.workspace
+        self.streams = [AXIS_B, *([UNSCORED] if curation.config.unscored == "separate" else [])]
+        self.sinks = {(fmt, side): _Sink(root, fmt, side, fmt) for fmt in formats for side in SPLITS}
+        self.sinks |= {(s, side): _Sink(root, s, side, None) for s in self.streams for side in SPLITS}
+        self.splits: dict[str, dict[str, set[str]]] = {
+            side: {"tasks": set(), "clusters": set(), "episodes": set()} for side in SPLITS
+        }
+        self.hashes: dict[str, str] = {}
+        self.versions: dict[str, Counter[str]] = {}
+
+    def _note(self, row: Row) -> Split:
+        side = self.curation.split(row.cluster)
         for key, value in (("tasks", row.task_id), ("clusters", row.cluster), ("episodes", row.episode_id)):
-            splits[side][key].add(value)
-        hashes[row.episode_id] = row.judgment_hash
-        for kind, value in row.versions.items():
-            versions.setdefault(kind, Counter())[str(value)] += 1
+            self.splits[side][key].add(value)
+        if row.episode_id not in self.hashes:  # count each exported trace's versions once
+            self.hashes[row.episode_id] = row.judgment_hash
+            for kind, version in row.versions.items():
+                self.versions.setdefault(kind, Counter())[str(version)] += 1
         return side
 
-    for row in workspace.kept(MAIN):
-        record = row.record_json()
-        if "sft" in formats and row.label:
-            sinks[("sft", note(row))].write(sft_row(record), row.episode_id)
-        if "kto" in formats:
-            sinks[("kto", note(row))].write(kto_row(record, label=row.label), row.episode_id)
-    if "dpo" in formats:
-        for chosen, rejected in _pairs(workspace):
-            note(rejected)
-            row = dpo_row(chosen.record_json(), rejected.record_json())
-            sinks[("dpo", note(chosen))].write(row, [chosen.episode_id, rejected.episode_id])
-    for stream in streams:
-        for row in workspace.kept(stream):
-            sinks[(stream, note(row))].write(aside_row(row, row.record_json()), row.episode_id)
-    sources = _grpo(curation, sinks, splits) if "grpo" in formats else Counter()
-    if not sources:
-        sources = _sources(workspace, set().union(*(s["tasks"] for s in splits.values())))
-    files: dict[str, dict[str, Any]] = {}
-    for sink in sinks.values():
-        files |= sink.close()
-    funnel.exports = {
-        name: {side: sinks[(name, side)].rows for side in SPLITS} for name in [*formats, *streams]
-    }
-    content_json = funnel.to_json()
-    del content
-    (root / "funnel.json").write_text(json.dumps(content_json, indent=2) + "\n", encoding="utf-8")
-    manifest = build_manifest(
-        created_at=created_at,
-        splits=splits,
-        files=files,
-        judgment_hashes=hashes,
-        audit=funnel.audit,
-        config=funnel.config,
-    )
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    card = dataset_card(
-        funnel=content_json,
-        files={name: info for name, info in files.items()},
-        versions=versions,
-        sources=sources,
-        created_at=created_at,
-    )
-    (root / "README.md").write_text(card + (f"\nSource database: `{source}`.\n" if source else ""), encoding="utf-8")
-    return content_json
+    def imitation(self) -> None:
+        """SFT (positives) and KTO (all, with their label) from the kept traces, in ingest order."""
+        for row in self.workspace.kept(MAIN):
+            record = row.record_json()
+            if "sft" in self.formats and row.label:
+                self.sinks[("sft", self._note(row))].write(sft_row(record), row.episode_id)
+            if "kto" in self.formats:
+                self.sinks[("kto", self._note(row))].write(kto_row(record, label=row.label), row.episode_id)
+
+    def dpo(self) -> None:
+        """DPO pairs, task by task."""
+        for chosen, rejected in _pairs(self.workspace):
+            self._note(rejected)
+            pair = dpo_row(chosen.record_json(), rejected.record_json())
+            self.sinks[("dpo", self._note(chosen))].write(pair, [chosen.episode_id, rejected.episode_id])
+
+    def aside(self) -> None:
+        """The traces set aside (axis B; unscored under ``separate``)."""
+        for stream in self.streams:
+            for row in self.workspace.kept(stream):
+                self.sinks[(stream, self._note(row))].write(aside_row(row, row.record_json()), row.episode_id)
+
+    def grpo(self) -> None:
+        """One RL prompt per observed task, with its ground truth and observed rewards."""
+        for task_id, cluster, text in self.workspace.tasks():
+            task = Task.model_validate_json(text)
+            best = self.workspace.best(task_id)
+            side = self.curation.split(cluster)
+            self.splits[side]["tasks"].add(task_id)
+            self.splits[side]["clusters"].add(cluster)
+            row = grpo_row(
+                task, best=best.record_json() if best else None, observed=self.workspace.observed(task_id)
+            )
+            self.sinks[("grpo", side)].write(row, task_id)
+
+    def finish(self, source: str) -> dict[str, Any]:
+        """Close the files; write funnel.json, manifest.json and README.md; return the funnel."""
+        files: dict[str, dict[str, Any]] = {}
+        for sink in self.sinks.values():
+            files |= sink.close()
+        funnel = self.curation.funnel
+        funnel.exports = {
+            name: {side: self.sinks[(name, side)].rows for side in SPLITS}
+            for name in [*self.formats, *self.streams]
+        }
+        content = funnel.to_json()
+        (self.root / "funnel.json").write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+        created_at = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest = build_manifest(
+            created_at=created_at,
+            splits=self.splits,
+            files=files,
+            judgment_hashes=self.hashes,
+            audit=funnel.audit,
+            config=funnel.config,
+        )
+        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        exported = set().union(*(s["tasks"] for s in self.splits.values()))
+        card = dataset_card(
+            funnel=content,
+            files=files,
+            versions=self.versions,
+            sources=_sources(self.workspace, exported),
+            created_at=created_at,
+        )
+        footer = f"\nSource database: `{source}`.\n" if source else ""
+        (self.root / "README.md").write_text(card + footer, encoding="utf-8")
+        return content
 
 
 def _pairs(workspace: Workspace) -> Iterable[tuple[Row, Row]]:
@@ -230,24 +274,6 @@ def _pairs(workspace: Workspace) -> Iterable[tuple[Row, Row]]:
             group = []
         group.append(row)
     yield from dpo_pairs(group)
-
-
-def _grpo(
-    curation: Curation,
-    sinks: dict[tuple[str, Split], _Sink],
-    splits: dict[str, dict[str, set[str]]],
-) -> Counter[str]:
-    workspace, sources = curation.workspace, Counter[str]()
-    for task_id, cluster, text in workspace.tasks():
-        task = Task.model_validate_json(text)
-        sources[task.source] += 1
-        best = workspace.best(task_id)
-        side = curation.split(cluster)
-        splits[side]["tasks"].add(task_id)
-        splits[side]["clusters"].add(cluster)
-        row = grpo_row(task, best=best.record_json() if best else None, observed=workspace.observed(task_id))
-        sinks[("grpo", side)].write(row, task_id)
-    return sources
 
 
 def _sources(workspace: Workspace, task_ids: set[str]) -> Counter[str]:

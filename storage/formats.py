@@ -1,11 +1,13 @@
 """The export formats as TRL documents them: one row schema (``datasets.Features``) and one validator each.
 
-| format | columns | TRL dataset type | trainer |
-| --- | --- | --- | --- |
-| sft | ``messages``, ``tools`` | conversational language modeling, with tools | ``SFTTrainer`` |
-| kto | ``prompt``, ``completion``, ``label``, ``tools`` | conversational unpaired preference | ``KTOTrainer`` |
-| dpo | ``prompt``, ``chosen``, ``rejected``, ``tools`` | conversational preference, explicit prompt | ``DPOTrainer`` |
-| grpo | ``prompt``, ``tools``, ``task_id``, ``intent``, ``ground_truth``, ``observed_rewards``, ``observed_success``, ``observed_turn_rewards`` | conversational prompt-only, extra columns go to the reward functions | ``GRPOTrainer`` |
+- sft: ``messages``, ``tools``; conversational language modeling with tools (``SFTTrainer``);
+- kto: ``prompt``, ``completion``, ``label``, ``tools``; conversational unpaired preference
+  (``KTOTrainer``);
+- dpo: ``prompt``, ``chosen``, ``rejected``, ``tools``; conversational preference with an
+  explicit prompt (``DPOTrainer``);
+- grpo: ``prompt``, ``tools``, ``task_id``, ``intent``, ``ground_truth``, ``observed_rewards``,
+  ``observed_success``, ``observed_turn_rewards``; conversational prompt-only, the extra
+  columns reach the reward functions (``GRPOTrainer``).
 
 Messages follow ``storage.chat`` (six keys, tool-call ``arguments`` a dict). SFT, KTO and DPO
 pass a row's ``tools`` to the chat template. In Parquet, ``arguments``, each tool schema and
@@ -32,7 +34,11 @@ _MESSAGE = {
     "content": Value("string"),
     "reasoning_content": Value("string"),
     "tool_calls": List(
-        {"id": Value("string"), "type": Value("string"), "function": {"name": Value("string"), "arguments": Json()}}
+        {
+            "id": Value("string"),
+            "type": Value("string"),
+            "function": {"name": Value("string"), "arguments": Json()},
+        }
     ),
     "tool_call_id": Value("string"),
     "name": Value("string"),
@@ -42,8 +48,12 @@ _TOOLS = List(Json())
 
 FEATURES: dict[str, Features] = {
     "sft": Features({"messages": _CONVERSATION, "tools": _TOOLS}),
-    "kto": Features({"prompt": _CONVERSATION, "completion": _CONVERSATION, "label": Value("bool"), "tools": _TOOLS}),
-    "dpo": Features({"prompt": _CONVERSATION, "chosen": _CONVERSATION, "rejected": _CONVERSATION, "tools": _TOOLS}),
+    "kto": Features(
+        {"prompt": _CONVERSATION, "completion": _CONVERSATION, "label": Value("bool"), "tools": _TOOLS}
+    ),
+    "dpo": Features(
+        {"prompt": _CONVERSATION, "chosen": _CONVERSATION, "rejected": _CONVERSATION, "tools": _TOOLS}
+    ),
     "grpo": Features(
         {
             "prompt": _CONVERSATION,
@@ -146,10 +156,14 @@ def _calls(item: dict[str, Any], where: str, names: set[str], problems: list[str
             or call["type"] != "function"
             or set(function) != {"name", "arguments"}
         ):
-            problems.append(f"{where}: a tool call must be {{id, type: function, function: {{name, arguments}}}}")
+            problems.append(
+                f"{where}: a tool call must be {{id, type: function, function: {{name, arguments}}}}"
+            )
             continue
         if not isinstance(function["arguments"], dict):
-            problems.append(f"{where}: arguments must be a JSON object (dict), not {type(function['arguments']).__name__}")
+            problems.append(
+                f"{where}: arguments must be a JSON object (dict), not {type(function['arguments']).__name__}"
+            )
         if function["name"] not in names:
             problems.append(f"{where}: calls {function['name']!r}, which is not in tools")
         ids.append(str(call["id"]))

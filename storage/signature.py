@@ -25,7 +25,13 @@ from storage.chat import ChatRecord, answer_ids
 
 _WORD = re.compile(r"\w+")
 # The weights of the structural score (stage 5); they sum to 1.
-STRUCTURE_WEIGHTS = {"verified": 0.35, "no_loops": 0.2, "no_hallucination": 0.2, "reformulated": 0.15, "depth": 0.1}
+STRUCTURE_WEIGHTS = {
+    "verified": 0.35,
+    "no_loops": 0.2,
+    "no_hallucination": 0.2,
+    "reformulated": 0.15,
+    "depth": 0.1,
+}
 # Reformulating the query this many times earns the full reformulation share.
 REFORMULATIONS_FOR_FULL = 2
 # Assistant turns with tool calls: fewer than MIN_DEPTH is too shallow to have checked anything,
@@ -56,7 +62,9 @@ def strategy(record: ChatRecord) -> Strategy:
     calls = [(name, canonical_arguments(name, arguments)) for name, arguments in _calls(record)]
     answer = answer_ids(record)
     digest = hashlib.sha256(canonical_json({"calls": calls, "answer": answer}).encode("utf-8")).hexdigest()
-    return Strategy(exact=digest[:32], steps=frozenset(_step(name, args) for name, args in calls), answer=answer)
+    return Strategy(
+        exact=digest[:32], steps=frozenset(_step(name, args) for name, args in calls), answer=answer
+    )
 
 
 def _step(name: str, arguments: dict[str, Any]) -> str:

@@ -69,6 +69,7 @@ TRACE_COLUMNS = (
     "versions",
     "record",
 )
+_COLUMNS = ",".join(f"traces.{c}" for c in TRACE_COLUMNS)
 KEPT = "kept"
 # Rank order within a group: successes first, then the structural score, the judge's score, the id.
 RANK_ORDER = "success DESC, structural DESC, score DESC, episode_id"
@@ -104,7 +105,9 @@ class Row:
 
 def _row(values: Sequence[Any]) -> Row:
     data = dict(zip(TRACE_COLUMNS, values, strict=True))
-    data["success"], data["label"], data["grounded"] = (bool(data[k]) for k in ("success", "label", "grounded"))
+    data["success"], data["label"], data["grounded"] = (
+        bool(data[k]) for k in ("success", "label", "grounded")
+    )
     data["steps"] = frozenset(json.loads(data["steps"]))
     data["answer"] = tuple(json.loads(data["answer"]))
     data["versions"] = json.loads(data["versions"])
@@ -165,13 +168,23 @@ class Workspace:
 
     def kept(self, stream: str, *, order: str = "seq") -> Iterator[Row]:
         """Yield a stream's traces that survive dedup (for the aside streams: all), in ``order``."""
-        join = "JOIN decisions USING (seq) WHERE decisions.state = 'kept' AND" if stream == "main" else "WHERE"
+        join = (
+            "JOIN decisions USING (seq) WHERE decisions.state = 'kept' AND" if stream == "main" else "WHERE"
+        )
         cursor = self._db.execute(
-            f"SELECT {','.join('traces.' + c for c in TRACE_COLUMNS)} FROM traces {join} stream = ? ORDER BY {order}",
-            (stream,),
+            f"SELECT {_COLUMNS} FROM traces {join} stream = ? ORDER BY {order}", (stream,)
         )
         for values in cursor:
             yield _row(values)
+
+    def best(self, task_id: str) -> Row | None:
+        """Return a task's best-ranked trace kept for the imitation sets, or None."""
+        values = self._db.execute(
+            f"SELECT {_COLUMNS} FROM traces JOIN decisions USING (seq) WHERE decisions.state = 'kept' "
+            f"AND stream = 'main' AND task_id = ? ORDER BY {RANK_ORDER} LIMIT 1",
+            (task_id,),
+        ).fetchone()
+        return _row(values) if values else None
 
     def tasks(self) -> Iterator[tuple[str, str, str]]:
         """Yield every observed task as (task_id, cluster, task JSON), by id."""
@@ -180,15 +193,11 @@ class Workspace:
     def observed(self, task_id: str) -> list[tuple[str, str, float, bool, str]]:
         """Return a task's observed episodes: (episode_id, miner, score, success, turn_rewards JSON)."""
         rows = self._db.execute(
-            "SELECT episode_id, miner, score, success, turn_rewards FROM observed WHERE task_id = ? ORDER BY seq",
+            "SELECT episode_id, miner, score, success, turn_rewards FROM observed "
+            "WHERE task_id = ? ORDER BY seq",
             (task_id,),
         )
         return [(e, m, s, bool(ok), t) for e, m, s, ok, t in rows]
-
-    def count(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run a ``SELECT count(...)`` (or any single-integer query) on the workspace."""
-        row = self._db.execute(sql, params).fetchone()
-        return int(row[0]) if row and row[0] is not None else 0
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read query and return all its rows (only for small, aggregated results)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, miner, tasks, tools
+from neurons.cli import catalog, curate, miner, tasks, tools
 
 app = typer.Typer(
     name="arena",
@@ -17,6 +17,7 @@ app.add_typer(catalog.app, name="catalog")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(tools.app, name="tools")
 app.command(name="miner")(miner.miner)
+app.command(name="curate")(curate.curate)
 
 
 def main() -> None:
