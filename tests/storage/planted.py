@@ -209,3 +209,68 @@ def store(session: Session, tasks: Iterable[Task], traces: Iterable[Trace]) -> N
         save_judged(
             session, episode=tr.episode, trajectory=tr.trajectory, tool_log=tr.tool_log, judgment=tr.judgment
         )
+
+
+# With the default salt and an eval share of 0.4 (GOLDEN_EVAL_SHARE), tasks 2 and 4 land in eval
+# and 1, 3, 5 in train (test_export checks that both sides are populated).
+GOLDEN_EVAL_SHARE = 0.4
+GOLDEN_CLUSTERS = ("lc-golden-0", "lc-golden-6", "lc-golden-1", "lc-golden-8", "lc-golden-2")
+
+
+def golden_population(session: Session) -> list[Task]:
+    """A small, fixed population that exercises every export format (see ``tests/fixtures/export``).
+
+    Per task: a verified success and a grounded failure (a DPO pair, KTO positive and negative);
+    task 1 also has an exact duplicate of its success, an axis B trace and an ungrounded failure;
+    task 2 searches with filters (arguments with other keys than task 1's); task 3 has
+    non-ASCII text and no system prompt; task 4 only fails; task 5 has only a timeout.
+    """
+    tasks = [task(n, cluster=GOLDEN_CLUSTERS[n - 1]) for n in range(1, 6)]
+    one, two, three, four, five = tasks
+    filtered = [
+        ("find_product", {"q": "wide search", "page": 1, "price": "0-120", "service": "freeShipping"}),
+        ("find_product", {"q": two.gold[0].titles[0].lower(), "page": 2, "sort": "priceasc"}),
+        ("view_product_information", {"product_ids": two.gold[0].product_id}),
+        ("recommend_product", {"product_ids": two.gold[0].product_id}),
+    ]
+    wrong = ("recommend_product", {"product_ids": "decoy-1"})
+    traces = [
+        trace(1, one, miner=1),
+        trace(2, one, miner=2),  # the same strategy as 1: an exact duplicate
+        trace(3, one, miner=3, calls=planted_wrong(one, wrong), answer=["decoy-1"], success=False, score=0.2),
+        trace(4, one, miner=4, axis="B"),
+        trace(
+            5,
+            one,
+            miner=5,
+            calls=planted_wrong(one, ("recommend_product", {"product_ids": "p-ghost"})),
+            answer=["p-ghost"],
+            success=False,
+            score=0.0,
+            hallucinated=["p-ghost"],
+        ),
+        trace(6, two, miner=1, calls=filtered),
+        trace(7, two, miner=2, calls=[*filtered[:2], wrong], answer=["decoy-1"], success=False, score=0.3),
+        trace(8, three, miner=1, system=None, user=None),
+        trace(
+            9,
+            three,
+            miner=2,
+            system=None,
+            calls=planted_wrong(three, wrong),
+            answer=["decoy-1"],
+            success=False,
+            score=0.1,
+        ),
+        trace(
+            10, four, miner=3, calls=planted_wrong(four, wrong), answer=["decoy-1"], success=False, score=0.1
+        ),
+        trace(11, five, miner=4, answered=False, end="timeout", success=False, score=0.0),
+    ]
+    store(session, tasks, traces)
+    return tasks
+
+
+def planted_wrong(t: Task, wrong: tuple[str, dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The default search and view of ``t``, then a wrong recommendation."""
+    return [*default_calls(t, ["unused"])[:2], wrong]
