@@ -112,10 +112,16 @@ def curate(
 
 def _run(db: str, out: Path, config: CurationConfig, formats: tuple[str, ...]) -> dict[str, Any]:
     try:
-        source = make_url(db).render_as_string(hide_password=True)
+        url = make_url(db)
         engine = make_engine(db)
     except (ArgumentError, StorageError, ValueError) as exc:
         _fail(f"--db {db!r} is not a usable database URL ({exc})")
+    source = url.render_as_string(hide_password=True)
+    # SQLite would create a missing file; a typo in the path should say so instead.
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        if not Path(url.database).is_file():
+            engine.dispose()
+            _fail(f"--db: no database file at {url.database}")
     try:
         check_schema(engine)
         with make_sessionmaker(engine)() as session:
