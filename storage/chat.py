@@ -21,6 +21,7 @@ run ``tojson`` over them, so a string would be quoted twice).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, parse_arguments, tool_schemas
@@ -64,6 +65,12 @@ class ChatRecord:
         return self.messages[self.prompt_length :]
 
 
+@lru_cache(maxsize=16)
+def schemas(toolset: str) -> list[dict[str, Any]]:
+    """The OpenAI tool schemas of a tool set, built once per set (shared: never mutate the result)."""
+    return tool_schemas(toolset)
+
+
 def message(
     role: str,
     content: str,
@@ -104,9 +111,7 @@ def normalise(trace: JudgedTrace) -> ChatRecord | str:
     body = _body(trajectory.messages[len(head) :], {tool.name for tool in TOOLSETS[toolset]})
     if isinstance(body, str):
         return body
-    return ChatRecord(
-        messages=head + body, tools=tool_schemas(toolset), toolset=toolset, prompt_length=len(head)
-    )
+    return ChatRecord(messages=head + body, tools=schemas(toolset), toolset=toolset, prompt_length=len(head))
 
 
 def _prompt(trajectory: Trajectory, query: str) -> list[dict[str, Any]] | str:

@@ -193,7 +193,7 @@ def _workspace_row(
         "toolset": record.toolset,
         "generator": task.generator_version,
     }
-    document = {"messages": record.messages, "tools": record.tools, "prompt_length": record.prompt_length}
+    document = {"messages": record.messages, "prompt_length": record.prompt_length, "toolset": record.toolset}
     return (
         trace.seq,
         trace.episode.episode_id,

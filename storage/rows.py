@@ -1,6 +1,7 @@
 """Export rows from curated records: one builder per format (``storage.formats`` has their schemas).
 
-A record is the workspace's canonical chat document: ``{"messages", "tools", "prompt_length"}``.
+A record is the workspace's canonical chat document: ``{"messages", "prompt_length", "toolset"}``;
+the tool schemas come from the tool set (``storage.chat.schemas``), not from the record.
 """
 
 from __future__ import annotations
@@ -10,15 +11,15 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from arena.tools import DEFAULT_TOOLSET, tool_schemas
+from arena.tools import DEFAULT_TOOLSET
 from arena.types import Task, canonical_json
-from storage.chat import message
+from storage.chat import message, schemas
 from storage.workspace import Row
 
 
 def sft_row(record: dict[str, Any]) -> dict[str, Any]:
     """The whole conversation and its tools (conversational language modeling)."""
-    return {"messages": record["messages"], "tools": record["tools"]}
+    return {"messages": record["messages"], "tools": schemas(record["toolset"])}
 
 
 def kto_row(record: dict[str, Any], *, label: bool) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def kto_row(record: dict[str, Any], *, label: bool) -> dict[str, Any]:
         "prompt": record["messages"][:cut],
         "completion": record["messages"][cut:],
         "label": label,
-        "tools": record["tools"],
+        "tools": schemas(record["toolset"]),
     }
 
 
@@ -39,13 +40,13 @@ def dpo_row(chosen: dict[str, Any], rejected: dict[str, Any]) -> dict[str, Any]:
         "prompt": chosen["messages"][:cut],
         "chosen": chosen["messages"][cut:],
         "rejected": rejected["messages"][rejected["prompt_length"] :],
-        "tools": chosen["tools"],
+        "tools": schemas(chosen["toolset"]),
     }
 
 
 def prompt_key(record: dict[str, Any]) -> str:
     """Identify a record's prompt and tools: DPO only pairs traces that saw exactly the same ones."""
-    head = {"prompt": record["messages"][: record["prompt_length"]], "tools": record["tools"]}
+    head = {"prompt": record["messages"][: record["prompt_length"]], "toolset": record["toolset"]}
     return hashlib.sha256(canonical_json(head).encode("utf-8")).hexdigest()[:32]
 
 
@@ -84,7 +85,7 @@ def grpo_row(
     prompt.append(message("user", task.query))
     return {
         "prompt": prompt,
-        "tools": best["tools"] if best is not None else tool_schemas(DEFAULT_TOOLSET),
+        "tools": schemas(best["toolset"] if best is not None else DEFAULT_TOOLSET),
         "task_id": task.task_id,
         "intent": task.intent,
         "ground_truth": {"task_id": task.task_id, **task.definition()},
@@ -103,5 +104,5 @@ def aside_row(row: Row, record: dict[str, Any]) -> dict[str, Any]:
         "success": row.success,
         "score": row.score,
         "messages": record["messages"],
-        "tools": record["tools"],
+        "tools": schemas(record["toolset"]),
     }
