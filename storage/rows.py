@@ -103,6 +103,6 @@ def aside_row(row: Row, record: dict[str, Any]) -> dict[str, Any]:
         "miner_hotkey": row.miner,
         "success": row.success,
         "score": row.score,
+        "toolset": record["toolset"],  # its schemas: arena.tools.tool_schemas(toolset)
         "messages": record["messages"],
-        "tools": schemas(record["toolset"]),
     }
