@@ -45,20 +45,29 @@ class BadRow:
 
 
 @dataclass
-class LoadReport:
-    """Running totals of a catalog load: rows read, products accepted, bad rows (first N kept)."""
+class BadRowLog:
+    """Bad rows of a file load: the exact count, the first ``MAX_REPORTED_BAD_ROWS`` reports kept."""
 
-    rows: int = 0
-    products: int = 0
     bad: int = 0
     bad_rows: list[BadRow] = field(default_factory=list)
+    # The log event name, so a catalog's and a task file's bad rows read apart in the logs.
+    event = "bad_row"
 
     def reject(self, row: BadRow) -> None:
         """Count a bad row and keep its report while under the cap."""
         self.bad += 1
         if len(self.bad_rows) < MAX_REPORTED_BAD_ROWS:
             self.bad_rows.append(row)
-        logger.warning("catalog_bad_row path=%s line=%d reason=%s", row.path, row.line, row.reason)
+        logger.warning("%s path=%s line=%d reason=%s", self.event, row.path, row.line, row.reason)
+
+
+@dataclass
+class LoadReport(BadRowLog):
+    """Running totals of a catalog load: rows read, products accepted, bad rows (first N kept)."""
+
+    rows: int = 0
+    products: int = 0
+    event = "catalog_bad_row"
 
 
 def open_text(path: Path) -> IO[str]:

@@ -31,6 +31,38 @@ _MAX_TOOL_NAME_CHARS = 64
 MIN_SECRET_BYTES = 16
 
 
+def run_logged(
+    name: str,
+    arguments: str | dict[str, Any],
+    ctx: ToolContext,
+    *,
+    episode_id: str,
+    seq: int,
+    call_id: str | None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> ToolLogEntry:
+    """Run one tool call and return its tool-log entry, exactly as the tool server logs it.
+
+    The one place a ``ToolLogEntry`` is made from a call: the tool server, offline replay and the
+    in-process evaluation harness all log through it, so their logs are interchangeable.
+    """
+    started = now()
+    result = run_tool(name, arguments, ctx)
+    finished = now()
+    return ToolLogEntry(
+        episode_id=episode_id,
+        seq=seq,
+        call_id=call_id,
+        tool=name[:_MAX_TOOL_NAME_CHARS],
+        arguments=canonical_arguments(name, arguments),
+        result=result.content,
+        result_hash=result_hash(result.content),
+        status="error" if result.error else "ok",
+        started_at=started,
+        finished_at=finished,
+    )
+
+
 @dataclass(frozen=True)
 class Budgets:
     """Per-episode limits: how many tool calls, and how many seconds after opening calls are accepted."""
@@ -257,20 +289,8 @@ class EpisodeRegistry:
         """
         claims = self._tokens.verify(token, now=self._clock())
         seq = self._charge(claims)
-        started = self._now()
-        result = run_tool(name, arguments, ctx)
-        finished = self._now()
-        entry = ToolLogEntry(
-            episode_id=claims.episode_id,
-            seq=seq,
-            call_id=call_id,
-            tool=name[:_MAX_TOOL_NAME_CHARS],
-            arguments=canonical_arguments(name, arguments),
-            result=result.content,
-            result_hash=result_hash(result.content),
-            status="error" if result.error else "ok",
-            started_at=started,
-            finished_at=finished,
+        entry = run_logged(
+            name, arguments, ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now
         )
         self._log.append(entry)
         logger.debug(

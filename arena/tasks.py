@@ -14,37 +14,27 @@ import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from pydantic import ValidationError
 
-from arena.catalog import BadRow, open_text
+from arena.catalog import BadRow, BadRowLog, open_text
 from arena.errors import InvalidTask
 from arena.types import Task
 
 logger = logging.getLogger(__name__)
 
-MAX_REPORTED_BAD_ROWS = 1000
-
 
 @dataclass
-class TaskLoadReport:
+class TaskLoadReport(BadRowLog):
     """Totals of a load: rows read, tasks accepted, bad rows (the first N kept), duplicates dropped."""
 
     rows: int = 0
     tasks: int = 0
-    bad: int = 0
     duplicates: int = 0
-    bad_rows: list[BadRow] = field(default_factory=list)
-
-    def reject(self, row: BadRow) -> None:
-        """Count a bad row and keep its report while under the cap."""
-        self.bad += 1
-        if len(self.bad_rows) < MAX_REPORTED_BAD_ROWS:
-            self.bad_rows.append(row)
-        logger.warning("task_bad_row path=%s line=%d reason=%s", row.path, row.line, row.reason)
+    event = "task_bad_row"
 
 
 def task_line(task: Task) -> str:

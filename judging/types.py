@@ -127,6 +127,16 @@ class Judgment(Frozen):
         return next((c for c in self.checks if c.name == name), None)
 
     @property
+    def reasoning_outage(self) -> bool:
+        """Whether a configured reasoning judge was unavailable (timeout, error, unparseable reply).
+
+        Such a judgment's score is provisional: weights should leave it out (scored as None),
+        so that an outage on our side never moves weights.
+        """
+        cause = self.reasoning.unscored_cause or ""
+        return self.reasoning.value is None and cause.split(":")[0] in ("timeout", "error", "unparseable")
+
+    @property
     def fabricated(self) -> bool:
         """Whether any tool result in the trajectory was not what the tool server returned."""
         return bool(self.fabricated_call_ids)

@@ -6,10 +6,11 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from arena.types import Task, ToolLogEntry
+from judging.reasoning import OUTAGE_CAUSES
 from judging.scores import ScoreSample
 from storage.errors import StorageError
 from storage.mapping import row_to_episode, row_to_judgment, row_to_log, row_to_trajectory
@@ -182,12 +183,24 @@ def episodes_for_hotkey_window(
 
 
 def score_samples(
-    session: Session, *, window: int, hotkeys: Sequence[str] | None = None
+    session: Session,
+    *,
+    window: int,
+    hotkeys: Sequence[str] | None = None,
+    exclude_reasoning_outages: bool = False,
 ) -> list[ScoreSample]:
     """Return every hotkey's ``window`` most recent judged episodes as ``judging.scores.ScoreSample``.
 
     One query (a window function), for rebuilding standings after a restart; ``order`` is the
     ingest sequence, so later means newer.
+
+    Args:
+        session: the session to read with.
+        window: episodes per hotkey.
+        hotkeys: only these hotkeys (all when None).
+        exclude_reasoning_outages: leave out judgments whose reasoning check is unscored because
+            the configured judge was unavailable (``Judgment.reasoning_outage``), before the window
+            is taken, so that an outage on our side never moves weights.
     """
     rank = (
         func.row_number()
@@ -199,6 +212,8 @@ def score_samples(
     )
     if hotkeys is not None:
         inner = inner.where(EpisodeRow.miner_hotkey.in_(list(hotkeys)))
+    if exclude_reasoning_outages:
+        inner = inner.where(~_reasoning_outage())
     ranked = inner.subquery()
     rows = session.execute(
         select(ranked.c.miner_hotkey, ranked.c.seq, ranked.c.score)
@@ -206,3 +221,10 @@ def score_samples(
         .order_by(ranked.c.miner_hotkey, ranked.c.seq)
     )
     return [ScoreSample(hotkey=row.miner_hotkey, score=row.score, order=row.seq) for row in rows]
+
+
+def _reasoning_outage() -> ColumnElement[bool]:
+    """SQL for ``Judgment.reasoning_outage``: reasoning unscored, cause ``<outage>`` or ``<outage>: ...``."""
+    cause = func.coalesce(JudgmentRow.reasoning["unscored_cause"].as_string(), "")
+    outage = or_(*(or_(cause == name, cause.like(f"{name}:%")) for name in OUTAGE_CAUSES))
+    return and_(JudgmentRow.reasoning_value.is_(None), outage)

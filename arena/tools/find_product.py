@@ -63,6 +63,15 @@ class Args(ToolArgs):
         ),
     )
 
+    @field_validator("page", mode="before")
+    @classmethod
+    def _page_digits(cls, value: Any) -> Any:
+        # ShoppingBench took page from a query string, and models often quote small numbers:
+        # a string of digits is the integer it spells; anything else stays strictly typed.
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value.strip())
+        return value
+
     @field_validator("q")
     @classmethod
     def _query(cls, value: str) -> str:

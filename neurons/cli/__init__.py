@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, curate, miner, tasks, tools
+from neurons.cli import catalog, curate, evaluate, judge, miner, tasks, tools, validator
 
 app = typer.Typer(
     name="arena",
@@ -16,7 +16,10 @@ app = typer.Typer(
 app.add_typer(catalog.app, name="catalog")
 app.add_typer(tasks.app, name="tasks")
 app.add_typer(tools.app, name="tools")
+app.add_typer(evaluate.app, name="eval")
 app.command(name="miner")(miner.miner)
+app.command(name="validator")(validator.validator)
+app.command(name="judge")(judge.judge_command)
 app.command(name="curate")(curate.curate)
 
 

@@ -150,6 +150,13 @@ def test_find_product_pages_hold_ten(ctx: ToolContext) -> None:
     assert search(ctx, q=q, page=3) == []
 
 
+def test_find_product_page_may_be_a_string_of_digits(ctx: ToolContext) -> None:
+    q = "chili sponge wheel bronze calculator violin"
+    as_text = run_tool("find_product", {"q": q, "page": " 2 ", "sort": "priceasc"}, ctx)
+    assert not as_text.error
+    assert json.loads(as_text.content) == search(ctx, q=q, page=2, sort="priceasc")
+
+
 def test_find_product_without_matches_is_an_empty_result(ctx: ToolContext) -> None:
     assert search(ctx, q="submarine", page=1) == []
 
@@ -171,7 +178,8 @@ def test_find_product_query_syntax_is_plain_text(ctx: ToolContext, q: str) -> No
         ({"page": 1}, "missing required argument 'q'"),
         ({"q": "shoes", "page": 0}, "page"),
         ({"q": "shoes", "page": 6}, "less than or equal to 5"),
-        ({"q": "shoes", "page": "1"}, "valid integer"),
+        ({"q": "shoes", "page": "one"}, "valid integer"),
+        ({"q": "shoes", "page": "9"}, "less than or equal to 5"),
         ({"q": "shoes", "page": 1.0}, "valid integer"),
         ({"q": "shoes", "page": True}, "valid integer"),
         ({"q": "", "page": 1}, "must not be empty"),

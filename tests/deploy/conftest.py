@@ -4,28 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.e2e.network import start_running_network, wait_for_rounds
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-
-# Touch every labelled metric once (with a placeholder label value) so that each one is rendered,
-# then print what /metrics would serve. Runs in a clean process so this test run's registry stays
-# untouched and no multiprocess directory is involved.
-_RENDER = """
-import sys
-from prometheus_client.metrics import MetricWrapperBase
-from neurons import metrics
-for metric in vars(metrics).values():
-    if isinstance(metric, MetricWrapperBase) and metric._labelnames:
-        metric.labels(*["x"] * len(metric._labelnames))
-sys.stdout.write(metrics.render_latest()[0].decode())
-"""
 
 
 def tool(name: str) -> str:
@@ -52,28 +40,33 @@ def docker_compose() -> str:
 
 
 @pytest.fixture(scope="session")
-def exposition() -> str:
-    """The text /metrics serves. The one source of metric names for every deploy check.
+def exposition(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """What a running local network serves on /metrics: its validator's, then its solving miner's.
 
-    Today it is rendered from ``neurons.metrics`` with every labelled metric touched; once the
-    validator process exists this becomes a scrape of a running validator (and miner).
+    The one source of metric names for every deploy check: a validator and two miners run as
+    real processes (``tests/e2e/network.py``) until the validator has completed a round.
     """
-    env = {key: value for key, value in os.environ.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
-    done = subprocess.run(
-        [sys.executable, "-c", _RENDER],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-        check=True,
-    )
-    return done.stdout
+    net, validator, miners = start_running_network(tmp_path_factory.mktemp("metrics-net"))
+    try:
+        wait_for_rounds(validator, 1)
+        return "".join(httpx.get(f"{p.base}/metrics", timeout=10.0).text for p in (validator, miners[0]))
+    finally:
+        net.stop()
 
 
 @pytest.fixture(scope="session")
 def exported_metric_names(exposition: str) -> frozenset[str]:
-    """Every series name the app exports, as Prometheus stores it (with _total, _bucket, _sum, _count...)."""
-    return frozenset(
-        sample.name for family in text_string_to_metric_families(exposition) for sample in family.samples
-    )
+    """Every series name the app exports, as Prometheus stores it (with _total, _bucket, _sum, _count...).
+
+    A metric the process declares (HELP and TYPE lines) but has not observed yet (no error, no
+    curation run) counts too, under the series names its type gives it.
+    """
+    names: set[str] = set()
+    for family in text_string_to_metric_families(exposition):
+        names.update(sample.name for sample in family.samples)
+        if not family.samples:
+            names.update(f"{family.name}{suffix}" for suffix in _SERIES.get(family.type, ("",)))
+    return frozenset(names)
+
+
+_SERIES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "summary": ("_sum", "_count")}

@@ -1,0 +1,129 @@
+"""Statements an assistant makes about a product (prices, attributes), read conservatively from its text.
+
+The reader aims for precision over recall: a claim is taken only where a product id is named
+and, before the next product id (and within a short window), a price figure follows a price
+word or currency marker, or ``key: value`` names one of that product's own attribute or sku
+keys. Segments that talk about totals, budgets or vouchers are skipped, since their figures
+are about the basket, not the product. Anything subtler is left to the reasoning judge.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from arena.types import Product
+
+WINDOW = 160
+_PRICE = re.compile(
+    r"(?:₱|php|\$|price[sd]?[\"']?\s*(?:is|of|:|=|at)?|priced\s+at|costs?)\s*([0-9][0-9,]*(?:\.[0-9]+)?)"
+    r"|([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:php|pesos?)\b",
+    re.IGNORECASE,
+)
+_BASKET_WORDS = re.compile(
+    r"\b(total|budget|voucher|discount|sum|threshold|after|under|below|above|less|more|between|"
+    r"range|max|min|up to|cheaper|pricier|combined|together)\b",
+    re.IGNORECASE,
+)
+_PAIR = re.compile(r"([a-z_][a-z0-9_]{1,40})[\"']?\s*[:=]\s*[\"']?([^,;.\n)\"']{1,60})", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement about a product found in assistant text."""
+
+    product_id: str
+    kind: str  # "price" or "attribute"
+    key: str
+    stated: str
+    actual: str
+    correct: bool
+
+
+@lru_cache(maxsize=4096)
+def result_product_ids(content: str) -> frozenset[str]:
+    """Return every ``product_id`` value inside a JSON tool result (nothing for non-JSON text).
+
+    Cached by content: the same results are read by grounding and axis, and recur across
+    the trajectories of a round.
+    """
+    try:
+        value = json.loads(content)
+    except (ValueError, TypeError):
+        return frozenset()
+    found: set[str] = set()
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            pid = node.get("product_id")
+            if isinstance(pid, str | int) and not isinstance(pid, bool):
+                found.add(str(pid))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return frozenset(found)
+
+
+def _segments(text: str, ids: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """Yield (product id, the text after it up to the next named id or the window's end)."""
+    wanted = sorted(set(ids), key=len, reverse=True)
+    if not wanted:
+        return
+    pattern = re.compile(r"(?<![0-9A-Za-z])(" + "|".join(re.escape(i) for i in wanted) + r")(?![0-9A-Za-z])")
+    matches = list(pattern.finditer(text))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        yield match.group(1), text[match.end() : min(end, match.end() + WINDOW)]
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
+    if _BASKET_WORDS.search(segment):
+        return None
+    match = _PRICE.search(segment)
+    if not match:
+        return None
+    stated = _number(match.group(1) or match.group(2))
+    if stated is None:
+        return None
+    correct = abs(stated - product.price) <= max(0.01 * product.price, 0.5)
+    return Claim(pid, "price", "price", f"{stated:g}", f"{product.price:g}", correct)
+
+
+def _attribute_claims(pid: str, segment: str, product: Product) -> list[Claim]:
+    values: dict[str, set[str]] = {k.lower(): {v.lower() for v in vs} for k, vs in product.attributes.items()}
+    for option in product.sku_options.values():
+        for k, v in option.items():
+            values.setdefault(k.lower(), set()).add(v.lower())
+    claims: list[Claim] = []
+    for match in _PAIR.finditer(segment):
+        key = match.group(1).strip().lower().replace(" ", "_")
+        if key not in values:
+            continue
+        stated = re.split(r"\s+(?:and|with|in)\s+", match.group(2).strip().lower())[0]
+        correct = any(stated == v or stated in v or v in stated for v in values[key])
+        claims.append(Claim(pid, "attribute", key, stated, "|".join(sorted(values[key])), correct))
+    return claims
+
+
+def find_claims(text: str, products: dict[str, Product]) -> list[Claim]:
+    """Return the price and attribute claims ``text`` makes about any of ``products``."""
+    claims: list[Claim] = []
+    for pid, segment in _segments(text, products):
+        product = products[pid]
+        price = _price_claim(pid, segment, product)
+        if price is not None:
+            claims.append(price)
+        claims += _attribute_claims(pid, segment, product)
+    return claims

@@ -1,0 +1,99 @@
+"""The process check: how the agent worked (searches, reformulations, verification, loops, depth).
+
+The score is for curation and analysis; it does not enter the trajectory's final score. It is
+
+    0.3 * searched + 0.4 * verified_share + 0.2 * no_loops + 0.1 * efficiency
+
+where ``searched`` is 1 when the agent searched at least once, ``verified_share`` the share
+of recommended ids it viewed (`view_product_information`) before recommending, ``no_loops``
+1 when no identical call was made three or more times, and ``efficiency`` 1 up to
+``EFFICIENT_DEPTH`` tool-calling steps, falling linearly to 0 at twice that.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from arena.types import Trajectory, canonical_json
+from judging.answer import Answer, parse_arguments, split_ids
+from judging.titles import title_tokens
+from judging.types import Check, ProcessStats
+
+SEARCH_TOOLS = ("find_product", "find_products_in_same_shop")
+VIEW_TOOL = "view_product_information"
+LOOP_REPEATS = 3
+EFFICIENT_DEPTH = 12
+WEIGHTS = {"searched": 0.3, "verified": 0.4, "no_loops": 0.2, "efficiency": 0.1}
+
+
+def _query_key(arguments: str) -> str | None:
+    args, _ = parse_arguments(arguments)
+    if args is None:
+        return None
+    q = args.get("q")
+    if not isinstance(q, str):
+        # find_products_in_same_shop and friends: the whole argument object is the query.
+        return canonical_json(args)
+    return " ".join(sorted(title_tokens(q)))
+
+
+def _call_key(arguments: str) -> str:
+    args, _ = parse_arguments(arguments)
+    return canonical_json(args) if args is not None else arguments.strip()
+
+
+def process_stats(trajectory: Trajectory, answer: Answer, *, tokens: int) -> tuple[ProcessStats, float]:
+    """Count how the agent worked; also return the share of answer ids viewed before the answer."""
+    calls = trajectory.tool_calls()
+    searches = [c for c in calls if c.function.name in SEARCH_TOOLS]
+    keys = [_query_key(c.function.arguments) for c in searches]
+    reformulations = sum(1 for a, b in zip(keys, keys[1:], strict=False) if a != b)
+    viewed: set[str] = set()
+    for call in calls:
+        if answer.call is not None and call.id == answer.call.id:
+            break
+        if call.function.name == VIEW_TOOL:
+            args, _ = parse_arguments(call.function.arguments)
+            if args is not None:
+                ids, _ = split_ids(args.get("product_ids", args.get("product_id", "")))
+                viewed.update(ids)
+    ids = answer.product_ids
+    verified_share = sum(1 for pid in ids if pid in viewed) / len(ids) if ids else 0.0
+    repeats = Counter((c.function.name, _call_key(c.function.arguments)) for c in calls)
+    loops = sum(1 for n in repeats.values() if n >= LOOP_REPEATS)
+    depth = sum(1 for m in trajectory.messages if m.role == "assistant" and m.tool_calls)
+    stats = ProcessStats(
+        tool_calls=len(calls),
+        searches=len(searches),
+        reformulations=reformulations,
+        views=sum(1 for c in calls if c.function.name == VIEW_TOOL),
+        verified=bool(ids) and verified_share == 1.0,
+        loops=loops,
+        depth=depth,
+        tokens=tokens,
+    )
+    return stats, verified_share
+
+
+def check_process(trajectory: Trajectory, answer: Answer, *, tokens: int) -> tuple[Check, ProcessStats]:
+    """Score the process and return the ``process`` Check with the raw counts."""
+    stats, verified_share = process_stats(trajectory, answer, tokens=tokens)
+    parts = {
+        "searched": 1.0 if stats.searches else 0.0,
+        "verified": verified_share,
+        "no_loops": 0.0 if stats.loops else 1.0,
+        "efficiency": max(0.0, min(1.0, 2 - stats.depth / EFFICIENT_DEPTH)),
+    }
+    value = sum(WEIGHTS[k] * v for k, v in parts.items())
+    explanation = (
+        f"{stats.searches} searches ({stats.reformulations} reformulations), {stats.views} views, "
+        f"{'verified' if stats.verified else 'not verified'} before recommending, "
+        f"{stats.loops} loops, depth {stats.depth}"
+    )
+    check = Check(
+        name="process",
+        value=round(value, 6),
+        explanation=explanation,
+        evidence={"parts": parts, "stats": stats.model_dump()},
+    )
+    return check, stats

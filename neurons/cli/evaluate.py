@@ -1,0 +1,266 @@
+"""The `arena eval` command group: evaluate a policy model on held-out tasks, re-judge a run, compare runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from neurons.cli.eval_runs import (
+    JUDGE_FORMATS,
+    Judge,
+    compare,
+    err,
+    fail,
+    print_summary,
+    progress,
+    rejudge,
+    with_judge,
+)
+
+# The callback's docstring is the group's help (with its example), so no help= here.
+app = typer.Typer(no_args_is_help=True)
+app.command("rejudge")(rejudge)
+app.command("compare")(compare)
+
+API_KEY_ENV = "ARENA_LLM_API_KEY"
+DEFAULT_OUT = Path("eval-runs")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:80] or "run"
+
+
+def _agent_options(pairs: list[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` options; a value is read as JSON when it parses, else kept as a string."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            fail(f"--agent-option {pair!r} is not KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key.strip()] = raw
+    return options
+
+
+@app.callback(invoke_without_command=True)
+def evaluate(
+    ctx: typer.Context,
+    index: Annotated[Path | None, typer.Option("--index", help="Search index directory.")] = None,
+    tasks: Annotated[
+        list[Path] | None, typer.Option("--tasks", help="Task file (ours or ShoppingBench's); repeatable.")
+    ] = None,
+    pool: Annotated[
+        str, typer.Option("--pool", help="auto (never_touch when present, else all), all, or a pool name.")
+    ] = "auto",
+    model_url: Annotated[
+        str | None, typer.Option("--model-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1.")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Model name the server expects.")] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Samples per task.")] = 8,
+    temperature: Annotated[
+        float | None,
+        typer.Option("--temperature", min=0.0, help="Sampling temperature (default 0 for k=1, else 0.7)."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=1024, help="Samples run at once.")
+    ] = 4,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Run directory (default eval-runs/<model>); reruns resume it."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    agent: Annotated[
+        str, typer.Option("--agent", help="llm (default), scripted, or package.module:function.")
+    ] = "llm",
+    agent_option: Annotated[
+        list[str] | None,
+        typer.Option("--agent-option", help="KEY=VALUE option for the agent (JSON values); repeatable."),
+    ] = None,
+    judge_url: Annotated[
+        str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
+    ] = None,
+    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Pinned judge model name.")] = None,
+    judge_format: Annotated[
+        str,
+        typer.Option("--judge-format", help="Judge's constrained decoding: none, json_object, json_schema."),
+    ] = "none",
+    train_manifest: Annotated[
+        Path | None,
+        typer.Option("--train-manifest", help="Training export's manifest.json (or its directory)."),
+    ] = None,
+    max_steps: Annotated[
+        int, typer.Option("--max-steps", min=1, max=200, help="Model turns per sample.")
+    ] = 20,
+    max_tool_calls: Annotated[
+        int, typer.Option("--max-tool-calls", min=1, max=1000, help="Tool calls per sample.")
+    ] = 30,
+    task_timeout: Annotated[
+        float, typer.Option("--task-timeout", min=1.0, max=3600.0, help="Seconds per sample.")
+    ] = 180.0,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="Evaluate at most N tasks (seeded subset).")
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Base seed: sampling seeds, task subset, bootstrap.")
+    ] = 0,
+    resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 10_000,
+    toolset: Annotated[str, typer.Option("--toolset", help="Tool set (sb-1 or arena-2).")] = "sb-1",
+    retry_errors: Annotated[
+        bool, typer.Option("--retry-errors", help="Re-run samples that ended in a model error.")
+    ] = False,
+) -> None:
+    """Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.
+
+    Runs the reference tool-calling agent (or --agent) against the tools in-process, judges every
+    trajectory, and writes samples.jsonl, judgments.jsonl, results.json and results.md to --out.
+    Rerunning the same command resumes: finished samples are not run again.
+
+    Example: arena eval --index idx --tasks tasks.jsonl --model-url http://127.0.0.1:8000/v1 --model m --k 8
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from neurons.evaluation.selection import (
+        SelectionError,
+        load_task_files,
+        read_train_manifest,
+        select_tasks,
+    )
+
+    if index is None or not tasks:
+        fail("--index and --tasks are required (see arena eval --help)")
+    if agent == "llm" and not (model_url and model):
+        fail("the llm agent needs --model-url and --model")
+    if judge_format not in JUDGE_FORMATS:
+        fail(f"unknown --judge-format {judge_format!r}: expected one of {', '.join(JUDGE_FORMATS)}")
+    try:
+        loaded, report = load_task_files(tasks)
+        manifest = read_train_manifest(train_manifest) if train_manifest is not None else None
+        selection = select_tasks(loaded, pool=pool, manifest=manifest, limit=limit, seed=seed)
+    except SelectionError as exc:
+        fail(str(exc))
+    selection.bad_rows = report.bad
+    for warning in selection.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    if manifest is not None:
+        err.print(
+            f"refused {selection.dropped_leak} tasks whose leak cluster is in {manifest.path}",
+            highlight=False,
+        )
+    chosen_temperature = temperature if temperature is not None else (0.0 if k == 1 else 0.7)
+    _run(
+        index,
+        selection,
+        out or DEFAULT_OUT / _slug(model or agent),
+        settings_args={
+            "agent": agent,
+            "model": model,
+            "model_url": model_url,
+            "api_key": os.environ.get(API_KEY_ENV, "none"),
+            "agent_options": _agent_options(agent_option or []),
+            "k": k,
+            "temperature": chosen_temperature,
+            "seed": seed,
+            "concurrency": concurrency,
+            "max_steps": max_steps,
+            "max_tool_calls": max_tool_calls,
+            "task_timeout_s": task_timeout,
+            "toolset": toolset,
+            "judge_model": (judge_model or "judge") if judge_url else None,
+            "retry_errors": retry_errors,
+        },
+        judge=(judge_url, judge_model, judge_format),
+        resamples=resamples,
+        as_json=as_json,
+    )
+
+
+def _run(
+    index_dir: Path,
+    selection: Any,
+    run_dir: Path,
+    *,
+    settings_args: dict[str, Any],
+    judge: Judge,
+    resamples: int,
+    as_json: bool,
+) -> None:
+    from arena.errors import ArenaError
+    from arena.index import open_index
+    from arena.tools import TOOLSETS
+    from neurons.agents import AgentError
+    from neurons.evaluation.outputs import write_results
+    from neurons.evaluation.records import SAMPLES_FILE, SampleSummary, read_records
+    from neurons.evaluation.runner import ModelUnavailable, run_evaluation
+    from neurons.evaluation.settings import EvalSettings, RunMismatch, prepare_run_dir, settings_summary
+
+    settings = EvalSettings(**settings_args)
+    if settings.toolset not in TOOLSETS:
+        fail(f"unknown toolset {settings.toolset!r}: expected one of {', '.join(TOOLSETS)}")
+    try:
+        search_index = open_index(index_dir)
+    except ArenaError as exc:
+        fail(str(exc))
+    try:
+        prepare_run_dir(
+            run_dir,
+            settings,
+            index_dir=index_dir,
+            catalog_version=search_index.catalog_version,
+            tasks=selection.tasks,
+        )
+        ids = {task.task_id for task in selection.tasks}
+        done = sum(
+            1
+            for (task_id, sample), record in read_records(run_dir / SAMPLES_FILE, SampleSummary).items()
+            if task_id in ids
+            and sample < settings.k
+            and not (settings.retry_errors and record.stop == "model_error")
+        )
+        total = len(selection.tasks) * settings.k
+        err.print(
+            f"evaluating {len(selection.tasks)} tasks x {settings.k} samples ({done} done) in {run_dir}"
+        )
+        with progress(total, done, "samples") as advance:
+            counts = asyncio.run(
+                with_judge(
+                    judge,
+                    lambda completer: run_evaluation(
+                        selection.tasks,
+                        run_dir=run_dir,
+                        index=search_index,
+                        settings=settings,
+                        completer=completer,
+                        on_sample=advance,
+                    ),
+                )
+            )
+        results = write_results(
+            run_dir,
+            selection.tasks,
+            k=settings.k,
+            seed=settings.seed,
+            resamples=resamples,
+            run=settings_summary(settings)
+            | {"catalog_version": search_index.catalog_version, "index": str(index_dir)},
+            selection=selection.summary(),
+        )
+    except RunMismatch as exc:
+        fail(str(exc))
+    except AgentError as exc:
+        fail(f"cannot build the agent: {exc}")
+    except ModelUnavailable as exc:
+        fail(str(exc), code=1)
+    finally:
+        search_index.close()
+    err.print(
+        f"ran {counts.ran} samples, judged {counts.judged} stored ones, {counts.skipped} were already done"
+    )
+    print_summary(results, as_json, run_dir)

@@ -1,0 +1,169 @@
+"""`arena judge`: judge one trajectory offline against a search index and print the verdict as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+
+from arena.errors import ArenaError
+from arena.index import SearchIndex, open_index
+from arena.shoppingbench import task_from_row
+from arena.tools import ToolContext
+from arena.types import Intent, Task, ToolLogEntry, Trajectory
+from judging.convert import load_trajectory
+from judging.judge import JudgeConfig, judge, judgment_summary
+from judging.reasoning import OpenAICompleter
+from judging.replay import replay_log
+from judging.types import Judgment
+
+
+class UnusableInput(Exception):
+    """An input file cannot be used; the command exits 2 with this message."""
+
+
+def _read_values(path: Path) -> list[Any]:
+    """Read a JSON file (one value) or a JSONL file (one value per non-empty line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UnusableInput(f"cannot read {path}: {exc}") from exc
+    try:
+        return [json.loads(text)]
+    except json.JSONDecodeError:
+        pass
+    try:
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise UnusableInput(f"{path} is neither JSON nor JSONL: {exc}") from exc
+
+
+def row_intent(row: dict[str, Any]) -> Intent:
+    """Tell a ShoppingBench row's intent from its shape (the file name is not at hand here)."""
+    if "Knowledge_Attribute" in row:
+        return "knowledge"
+    if row.get("voucher"):
+        return "voucher"
+    return "shop" if isinstance(row.get("reward"), list) else "product"
+
+
+def _task(value: Any, intent: Intent | None) -> Task:
+    if not isinstance(value, dict):
+        raise UnusableInput("a task is a JSON object")
+    if "reward" in value:
+        return task_from_row(value, intent=intent or row_intent(value))
+    return Task.model_validate(value)
+
+
+def load_task(path: Path, *, intent: Intent | None, wanted_id: str | None) -> Task:
+    """Load the task: our task JSON or a ShoppingBench row; from JSONL, the one the trajectory names."""
+    values = _read_values(path)
+    if not values:
+        raise UnusableInput(f"{path} holds no task")
+    if len(values) == 1:
+        return _task(values[0], intent)
+    tasks = [_task(v, intent) for v in values]
+    chosen = [t for t in tasks if t.task_id == wanted_id]
+    if not chosen:
+        raise UnusableInput(
+            f"{path} holds {len(tasks)} tasks and none is the trajectory's task {wanted_id!r}"
+        )
+    return chosen[0]
+
+
+def load_log(path: Path) -> list[ToolLogEntry]:
+    """Load a tool log: a JSON list of entries, or JSONL with one entry per line."""
+    values = _read_values(path)
+    rows = values[0] if len(values) == 1 and isinstance(values[0], list) else values
+    return [ToolLogEntry.model_validate(row) for row in rows]
+
+
+def judge_command(
+    index: Annotated[Path, typer.Option("--index", help="Search index directory (arena catalog build).")],
+    task: Annotated[
+        Path, typer.Option("--task", help="Our task JSON, a ShoppingBench row, or JSONL of either.")
+    ],
+    trajectory: Annotated[
+        Path, typer.Option("--trajectory", help="arena.trajectory/1 JSON or an ORO step list.")
+    ],
+    tool_log: Annotated[
+        Path | None, typer.Option("--tool-log", help="Tool-server log (JSON list or JSONL).")
+    ] = None,
+    judge_url: Annotated[
+        str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
+    ] = None,
+    judge_model: Annotated[str, typer.Option("--judge-model", help="Pinned judge model name.")] = "judge",
+    judge_format: Annotated[
+        str,
+        typer.Option("--judge-format", help="Constrained decoding: none, json_object or json_schema (vLLM)."),
+    ] = "none",
+    intent: Annotated[str | None, typer.Option("--intent", help="Intent of a ShoppingBench row.")] = None,
+    toolset: Annotated[str, typer.Option("--toolset", help="Toolset the episode ran with.")] = "sb-1",
+    full: Annotated[bool, typer.Option("--full", help="Print the whole Judgment, not the summary.")] = False,
+) -> None:
+    """Judge one trajectory offline and print the verdict as one JSON object.
+
+    Without --tool-log every tool call is replayed against the index and the replay is the
+    log. Exit 0 when judged (whatever the verdict), 2 on unusable input.
+
+    Example: arena judge --index data/index --task task.json --trajectory traj.json
+    """
+    if intent is not None and intent not in ("product", "shop", "voucher", "knowledge"):
+        typer.echo(f"error: unknown intent {intent!r}", err=True)
+        raise typer.Exit(2)
+    if judge_format not in ("none", "json_object", "json_schema"):
+        typer.echo(f"error: unknown judge format {judge_format!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        raw_trajectory = _read_values(trajectory)
+        if len(raw_trajectory) != 1:
+            raise UnusableInput(f"{trajectory} must hold one trajectory")
+        wanted = raw_trajectory[0].get("task_id") if isinstance(raw_trajectory[0], dict) else None
+        the_task = load_task(task, intent=intent, wanted_id=wanted)  # type: ignore[arg-type]
+        the_trajectory: Trajectory = load_trajectory(
+            raw_trajectory[0], task_id=the_task.task_id, query=the_task.query
+        )
+        log = load_log(tool_log) if tool_log is not None else None
+        search_index = open_index(index)
+    except (UnusableInput, ValueError, ValidationError, ArenaError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    warnings: list[str] = []
+    if the_trajectory.task_id and the_trajectory.task_id != the_task.task_id:
+        warnings.append(f"trajectory names task {the_trajectory.task_id}; judged against {the_task.task_id}")
+        typer.echo(f"warning: {warnings[-1]}", err=True)
+    try:
+        if log is None:
+            log = replay_log(the_trajectory, ToolContext(index=search_index, toolset=toolset))
+        config = JudgeConfig(toolset=toolset, catalog_version=search_index.catalog_version)
+        completer = (
+            OpenAICompleter(judge_url, judge_model, response_format=judge_format)  # type: ignore[arg-type]
+            if judge_url
+            else None
+        )
+        judgment = asyncio.run(_judge(the_task, the_trajectory, log, search_index, config, completer))
+    finally:
+        search_index.close()
+    output = judgment.model_dump(mode="json") if full else judgment_summary(judgment, warnings=warnings)
+    typer.echo(json.dumps(output, ensure_ascii=False, allow_nan=False))
+
+
+async def _judge(
+    task: Task,
+    trajectory: Trajectory,
+    log: list[ToolLogEntry],
+    index: SearchIndex,
+    config: JudgeConfig,
+    completer: OpenAICompleter | None,
+) -> Judgment:
+    try:
+        return await judge(
+            task, trajectory, log=log, products=index.products, completer=completer, config=config
+        )
+    finally:
+        if completer is not None:
+            await completer.aclose()

@@ -1,0 +1,107 @@
+"""The validator's HTTP app (``create_validator_app``): the tool server for miners' agents, /health, /metrics.
+
+One FastAPI app in the validator's single process: the tool routes of ``arena.toolserver``
+mounted on the episode registry the rounds open episodes in, a health document, and the
+Prometheus exposition. Tool calls are counted as they are logged (``MeteredToolLog``) and
+tool-server requests by status code (a middleware).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+
+from arena.episode import InMemoryToolLog
+from arena.tools import TOOLSETS
+from arena.toolserver import add_error_handlers
+from arena.types import ToolLogEntry
+from neurons import metrics
+from neurons.protocol import HEALTH_PATH, METRICS_PATH
+
+logger = logging.getLogger(__name__)
+
+_TOOL_PREFIX = "/v1/"
+
+
+class MeteredToolLog(InMemoryToolLog):
+    """The episode registry's tool log (in memory), counting each call by tool and status as it lands.
+
+    An ``InMemoryToolLog``, so the registry's pruning also frees the logs of expired episodes.
+    Tool names come from miners' agents: names outside every tool set are counted as
+    ``unknown`` so the label set stays bounded.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._known = {tool.name for tools in TOOLSETS.values() for tool in tools}
+
+    def append(self, entry: ToolLogEntry) -> None:
+        """Record one executed tool call and count it."""
+        super().append(entry)
+        tool = entry.tool if entry.tool in self._known else "unknown"
+        metrics.TOOL_CALLS.labels(tool, entry.status).inc()
+        seconds = (entry.finished_at - entry.started_at).total_seconds()
+        metrics.TOOL_CALL_DURATION.labels(tool).observe(max(0.0, seconds))
+
+
+def create_validator_app(
+    *,
+    tool_router: Any,
+    health: Callable[[], dict[str, Any]],
+    on_startup: Callable[[], Awaitable[None]] | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+) -> FastAPI:
+    """Build the validator's app.
+
+    Args:
+        tool_router: ``arena.toolserver.create_tool_router(registry, ctx)`` over the rounds' registry.
+        health: returns the ``/health`` document.
+        on_startup: awaited in the lifespan before serving (starts the scheduler).
+        on_shutdown: awaited when the app stops (stops the scheduler, closes clients).
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if on_startup is not None:
+            await on_startup()
+        try:
+            yield
+        finally:
+            if on_shutdown is not None:
+                await on_shutdown()
+
+    app = FastAPI(title="Shopping Arena validator", lifespan=lifespan, docs_url=None, redoc_url=None)
+    add_error_handlers(app)
+    app.include_router(tool_router)
+
+    @app.middleware("http")
+    async def count_tool_requests(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        if not request.url.path.startswith(_TOOL_PREFIX):
+            return await call_next(request)
+        status = "500"  # an exception escaping the route becomes a 500 further out
+        try:
+            response = await call_next(request)
+            status = str(response.status_code)
+            return response
+        finally:
+            metrics.TOOLSERVER_REQUESTS.labels(status).inc()
+
+    @app.get(HEALTH_PATH)
+    async def health_endpoint() -> dict[str, Any]:
+        return health()
+
+    @app.get(METRICS_PATH)
+    async def metrics_endpoint() -> Response:
+        content, content_type = metrics.render_latest()
+        return Response(content=content, media_type=content_type)
+
+    return app
+
+
+__all__ = ["MeteredToolLog", "create_validator_app"]

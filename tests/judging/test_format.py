@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+from arena.types import Message, Trajectory
+from judging.answer import final_answer
+from judging.format import FormatResult, check_format, estimate_tokens
+from tests.judging.factory import Episode, good_shop_episode, lookup, replace_message, tool_message_index
+
+KNOWN = ("find_product", "view_product_information", "recommend_product", "terminate")
+
+
+def run(trajectory: Trajectory, budget: int = 10_000) -> FormatResult:
+    answer = final_answer(trajectory)
+    return check_format(
+        trajectory, answer, lookup(answer.product_ids), known_tools=KNOWN, token_budget=budget
+    )
+
+
+def test_clean_trajectory_has_no_rejects() -> None:
+    result = run(good_shop_episode().trajectory())
+    assert result.rejects == ()
+    assert result.check.value == 1.0
+
+
+def test_tool_call_without_response_is_rejected() -> None:
+    traj = good_shop_episode().trajectory()
+    index = tool_message_index(traj, "call_1")
+    messages = traj.messages[:index] + traj.messages[index + 1 :]
+    result = run(traj.model_copy(update={"messages": messages}))
+    assert result.rejects == ("unanswered_tool_call",)
+    assert result.check.value == 0.0
+
+
+def test_response_without_call_is_rejected() -> None:
+    traj = good_shop_episode().trajectory()
+    extra = Message(role="tool", tool_call_id="call_99", content="[]")
+    result = run(traj.model_copy(update={"messages": (*traj.messages, extra)}))
+    assert "unanswered_tool_call" in result.rejects
+
+
+def test_response_after_the_next_assistant_turn_is_rejected() -> None:
+    traj = good_shop_episode().trajectory()
+    index = tool_message_index(traj, "call_1")
+    moved = list(traj.messages)
+    tool = moved.pop(index)
+    moved.insert(index + 2, tool)  # after the next assistant message
+    result = run(traj.model_copy(update={"messages": tuple(moved)}))
+    assert "unanswered_tool_call" in result.rejects
+
+
+def test_recommend_twice_is_rejected() -> None:
+    ep = good_shop_episode()
+    ep.step("again", ("recommend_product", {"product_ids": "1001,1002"}))
+    ep.step("bye", ("terminate", {}))
+    assert run(ep.trajectory()).rejects == ("recommend_not_once",)
+
+
+def test_recommend_never_is_rejected() -> None:
+    ep = Episode("q")
+    ep.step("look", ("find_product", {"q": "nike"}))
+    ep.step("stop", ("terminate", {}))
+    assert run(ep.trajectory()).rejects == ("recommend_not_once",)
+
+
+def test_unknown_product_id_is_rejected() -> None:
+    ep = Episode("q")
+    ep.step("look", ("find_product", {"q": "nike"}))
+    ep.step("rec", ("recommend_product", {"product_ids": "1001,nope"}))
+    ep.step("bye", ("terminate", {}))
+    result = run(ep.trajectory())
+    assert result.rejects == ("unknown_product_id",)
+    assert "nope" in result.check.explanation
+
+
+def test_unparseable_answer_is_unknown_product_id() -> None:
+    ep = Episode("q")
+    ep.step("rec", ("recommend_product", {}), raw_arguments={0: "{product_ids: 1001"})
+    ep.step("bye", ("terminate", {}))
+    result = run(ep.trajectory())
+    assert "unknown_product_id" in result.rejects
+    assert result.check.evidence["bad_steps"][0]["call_id"] == "call_1"
+
+
+def test_too_long_is_rejected() -> None:
+    traj = good_shop_episode().trajectory()
+    tokens = estimate_tokens(traj)
+    assert run(traj, budget=tokens).rejects == ()
+    assert run(traj, budget=tokens - 1).rejects == ("too_long",)
+
+
+def test_no_final_action_is_rejected() -> None:
+    ep = Episode("q")
+    ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
+    ep.step("one more look", ("find_product", {"q": "nike"}))
+    assert run(ep.trajectory()).rejects == ("no_final_action",)
+
+
+def test_no_tool_calls_at_all() -> None:
+    ep = Episode("q")
+    ep.say("I recommend 1001.")
+    assert run(ep.trajectory()).rejects == ("recommend_not_once", "no_final_action")
+
+
+def test_unknown_tool_lowers_per_step_value() -> None:
+    ep = Episode("q")
+    ep.step("peek", ("delete_catalog", {}))
+    ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
+    ep.step("bye", ("terminate", {}))
+    result = run(ep.trajectory())
+    assert result.rejects == ()
+    assert result.check.value == 2 / 3
+
+
+def test_duplicate_call_id_is_rejected() -> None:
+    traj = good_shop_episode().trajectory()
+    index = next(i for i, m in enumerate(traj.messages) if m.role == "assistant" and m.tool_calls)
+    call = traj.messages[index].tool_calls[0]  # type: ignore[index]
+    second = next(
+        i for i, m in enumerate(traj.messages) if i > index and m.role == "assistant" and m.tool_calls
+    )
+    dup = traj.messages[second].model_copy(update={"tool_calls": (call.model_copy(),)})
+    result = run(replace_message(traj, second, dup))
+    assert "unanswered_tool_call" in result.rejects

@@ -1,0 +1,129 @@
+"""An in-process validator rig: miners and the tool server on loopback, the local chain, SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.episode import EpisodeRegistry, EpisodeTokens
+from arena.index import SearchIndex
+from arena.tools import ToolContext
+from arena.toolserver import create_tool_router
+from judging.judge import JudgeConfig
+from judging.reasoning import Completer
+from neurons.agents import Agent, AgentOutput, AgentRequest, ToolCaller
+from neurons.chain import make_nonce_store
+from neurons.chaintypes import MetagraphSnapshot
+from neurons.client import MinerClient
+from neurons.rounds import RoundConfig, RoundDeps
+from neurons.server import MinerAppConfig, create_miner_app
+from neurons.taskpool import PoolConfig, replenish
+from neurons.validator_app import MeteredToolLog, create_validator_app
+from storage.db import make_engine, make_sessionmaker, upgrade
+from storage.records import JudgedTrace
+from storage.repository import iter_judged
+from tests.neurons.conftest import LocalNet
+from tests.neurons.standins import free_socket, serve_app
+
+SECRET = b"r" * 32
+
+
+async def failing_agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+    """An agent that always raises (its miner answers 500)."""
+    raise RuntimeError("broken on purpose")
+
+
+def make_sessions(tmp_path: Path) -> sessionmaker[Session]:
+    """A fresh SQLite database at head."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(f"sqlite:///{tmp_path / 'validator.db'}")
+    upgrade(engine)
+    return make_sessionmaker(engine)
+
+
+def stock_tasks(sessions: sessionmaker[Session], index: SearchIndex, n: int = 8) -> None:
+    """Generate and store ``n`` held-out tasks (no practice or reserved share)."""
+    config = PoolConfig(min_held_out=n, batch=n, practice_share=0.0, never_touch_share=0.0)
+    with sessions() as session:
+        replenish(session, index, secret=SECRET, config=config)
+
+
+@dataclass
+class Rig:
+    """What a round needs, running: deps, config and a fresh snapshot."""
+
+    net: LocalNet
+    deps: RoundDeps
+    config: RoundConfig
+    sessions: sessionmaker[Session]
+    tool_url: str
+
+    async def snapshot(self) -> MetagraphSnapshot:
+        return await self.net.chain("validator").snapshot()
+
+
+async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str, Agent]) -> None:
+    """Serve each named miner's agent on loopback, its endpoint served on the local chain."""
+    for name, agent in agents.items():
+        sock = free_socket()
+        port = sock.getsockname()[1]
+        chain = net.chain(name)
+        served = await chain.serve("127.0.0.1", port)
+        assert served.success, served.message
+        app = create_miner_app(
+            wallet=net.wallets[name],
+            agent=agent,
+            metagraph=chain.snapshot,
+            nonce_store=make_nonce_store(),
+            config=MinerAppConfig(metagraph_ttl=0.0),
+        )
+        await stack.enter_async_context(serve_app(app, sock))
+
+
+@asynccontextmanager
+async def running_rig(
+    net: LocalNet,
+    index: SearchIndex,
+    sessions: sessionmaker[Session],
+    *,
+    agents: Mapping[str, Agent],
+    completer: Completer | None = None,
+    judge_config: JudgeConfig | None = None,
+    client: Any = None,
+    **config: Any,
+) -> AsyncIterator[Rig]:
+    """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server."""
+    registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog())
+    async with AsyncExitStack() as stack:
+        await serve_miners(stack, net, agents)
+        tool_app = create_validator_app(
+            tool_router=create_tool_router(registry, ToolContext(index=index)),
+            health=lambda: {"status": "ok"},
+        )
+        tool_url = await stack.enter_async_context(serve_app(tool_app))
+        if client is None:
+            client = await stack.enter_async_context(MinerClient(net.wallets["validator"]))
+        deps = RoundDeps(
+            sessions=sessions,
+            registry=registry,
+            client=client,
+            products=index.products,
+            completer=completer,
+            judge_config=judge_config or JudgeConfig(catalog_version=index.catalog_version),
+            draw_secret=SECRET,
+            validator_hotkey=net.hotkey("validator"),
+        )
+        values: dict[str, Any] = {"tool_server_url": tool_url, "tasks_per_round": 2, "episode_seconds": 20.0}
+        values.update(config)
+        yield Rig(net, deps, RoundConfig(**values), sessions, tool_url)
+
+
+def all_traces(sessions: sessionmaker[Session]) -> list[JudgedTrace]:
+    """Every stored judged episode, in ingest order."""
+    with sessions() as session:
+        return list(iter_judged(session))

@@ -1,0 +1,47 @@
+"""score_samples leaves judge-outage judgments out of the window when asked (both backends)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from judging.types import Judgment, ReasoningVerdict
+from storage.repository import save_judged, save_tasks, score_samples
+from tests.storage.factories import Trace, hotkey, make_task, make_trace
+
+
+def _with_reasoning(trace: Trace, **verdict: Any) -> Trace:
+    data = trace.judgment.model_dump() | {"reasoning": ReasoningVerdict(**verdict), "content_hash": ""}
+    return Trace(trace.episode, trace.trajectory, trace.tool_log, Judgment.model_validate(data))
+
+
+def test_outage_judgments_leave_the_window_and_older_ones_fill_it(session: Session) -> None:
+    task = make_task(1)
+    save_tasks(session, tasks=[task])
+    causes = [
+        {"value": 0.5, "model": "m"},  # scored
+        {"value": None, "unscored_cause": "disabled"},  # no judge configured: counts
+        {"value": None, "unscored_cause": "skipped: score is 0"},  # counts
+        {"value": None, "model": "m", "unscored_cause": "timeout: no reply within 60s"},  # outage
+        {"value": None, "model": "m", "unscored_cause": "error: ConnectError"},  # outage
+        {"value": None, "model": "m", "unscored_cause": "unparseable: not JSON"},  # outage
+    ]
+    traces = [
+        _with_reasoning(make_trace(i, task=task, miner=0, score=0.1 * (i + 1)), **c)
+        for i, c in enumerate(causes)
+    ]
+    assert [t.judgment.reasoning_outage for t in traces] == [False, False, False, True, True, True]
+    for trace in traces:
+        save_judged(
+            session,
+            episode=trace.episode,
+            trajectory=trace.trajectory,
+            tool_log=trace.tool_log,
+            judgment=trace.judgment,
+        )
+    everything = score_samples(session, window=3)
+    assert [s.score for s in everything] == [t.judgment.score for t in traces[-3:]]
+    kept = score_samples(session, window=3, exclude_reasoning_outages=True)
+    assert [s.score for s in kept] == [t.judgment.score for t in traces[:3]]
+    assert {s.hotkey for s in kept} == {hotkey(0)}
