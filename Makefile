@@ -47,7 +47,7 @@ test-local-llm: install-local-llm
 
 test-train: install
 	$(BIN)/python -m pip install -q -e '.[dev,train]'
-	$(BIN)/pytest -m train $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/pytest -m train $(PYTEST_ARGS)
 
 demo: install-local-llm
 	$(BIN)/arena demo $(DEMO_ARGS)

@@ -5,11 +5,15 @@ transaction (episode + 5-9 tool log entries + judgment; 13-21 chat messages), co
 durably (SQLite WAL with synchronous=FULL; PostgreSQL with fsync and synchronous_commit on).
 Only the time inside ``save_judged`` counts (building the synthetic trace does not). Rates are
 reported per window of stored traces, so ``rate_at_n`` is the ingest rate with ``n`` traces
-already stored. Then the whole table is streamed back once with ``iter_judged``.
+already stored. Then the whole table is streamed back once with ``iter_judged``, and curated
+once: ``curate_and_export`` runs the whole funnel (normalise, rejects, gates, ranking, dedup,
+split with the task audit) and writes all four formats (JSONL + Parquet), so ``curate.rate`` is
+stored traces per second from database to finished export.
 
 Example: python bench/storage.py --n 100000
 Example: python bench/storage.py --quick --backends sqlite
 Example: python bench/storage.py --backends postgres --pg-url postgresql+psycopg://arena@127.0.0.1/bench
+Example: python bench/storage.py --n 100000 --backends sqlite --skip-read
 
 Writes bench/results/storage.json.
 """
@@ -21,6 +25,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -34,7 +39,10 @@ sys.path.insert(0, str(ROOT))  # the synthetic traces and the PostgreSQL harness
 
 from sqlalchemy import Engine, text  # noqa: E402
 
+from arena.clusters import assign_clusters  # noqa: E402
 from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402
+from storage.export import curate_and_export  # noqa: E402
+from storage.gates import CurationConfig  # noqa: E402
 from storage.repository import iter_judged, open_round, save_judged, save_tasks  # noqa: E402
 from tests.postgres import running_postgres  # noqa: E402
 from tests.storage.factories import T0, VALIDATOR, make_task, make_trace  # noqa: E402
@@ -58,6 +66,7 @@ def parse_args() -> argparse.Namespace:
         "--pg-url", default=None, help="use this PostgreSQL database instead of a throwaway one"
     )
     parser.add_argument("--skip-read", action="store_true", help="do not stream the table back")
+    parser.add_argument("--skip-curate", action="store_true", help="do not run the curation funnel")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.quick:
@@ -89,7 +98,8 @@ def database_bytes(engine: Engine) -> int:
 def ingest(url: str, n: int, windows: int, read: bool) -> dict[str, Any]:
     engine = make_engine(url)
     upgrade(engine)
-    tasks = [make_task(i) for i in range(TASKS)]
+    # Clustered like real tasks, so the curation audit sees consistent leak clusters.
+    tasks = assign_clusters([make_task(i) for i in range(TASKS)])
     maker = make_sessionmaker(engine)
     latencies: list[float] = []
     window_size = max(1, n // windows)
@@ -144,6 +154,33 @@ def ingest(url: str, n: int, windows: int, read: bool) -> dict[str, Any]:
     return result
 
 
+def curation(url: str) -> dict[str, Any]:
+    """Curate every stored trace once, to a throwaway directory, with all four formats."""
+    engine = make_engine(url)
+    maker = make_sessionmaker(engine)
+    # The factory labels axes A/B/mixed/unknown in turn; take all but B so most traces reach dedup.
+    config = CurationConfig(axes=("A", "mixed", "unknown"))
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with tempfile.TemporaryDirectory(prefix="arena-curate-bench-") as tmp, maker() as session:
+        began = time.perf_counter()
+        funnel = curate_and_export(session, Path(tmp) / "export", config=config)
+        seconds = time.perf_counter() - began
+        exported = sum(p.stat().st_size for p in (Path(tmp) / "export").rglob("*") if p.is_file())
+    engine.dispose()
+    traces = funnel["source"]["traces"]
+    return {
+        "traces": traces,
+        "seconds": round(seconds, 2),
+        "rate": round(traces / seconds, 1),
+        "stages": {s["stage"]: [s["in"], s["out"]] for s in funnel["stages"]},
+        "exports": funnel["exports"],
+        "export_bytes": exported,
+        # ru_maxrss is the process's peak so far (KiB on Linux): before includes the ingest phase.
+        "peak_rss_mib_before": round(rss_before / 1024, 1),
+        "peak_rss_mib_after": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
 def main() -> None:
     args = parse_args()
     results: dict[str, Any] = {
@@ -163,13 +200,17 @@ def main() -> None:
         print(f"== {backend}: {args.n} judged episodes, one transaction each", file=sys.stderr)
         with database(backend, args.pg_url) as url:
             results["backends"][backend] = ingest(url, args.n, args.windows, not args.skip_read)
+            if not args.skip_curate:
+                print(f"== {backend}: curating {args.n} stored traces", file=sys.stderr)
+                results["backends"][backend]["curate"] = curation(url)
     for backend, figures in results["backends"].items():
         stream = figures.get("stream", {}).get("rate", "-")
+        curate = figures.get("curate", {}).get("rate", "-")
         latency = figures["latency_ms"]
         print(
             f"{backend:>9}: ingest {figures['rate_overall']:>7} ep/s overall, {figures['rate_at_n']:>7} ep/s "
             f"at {args.n} stored; p50 {latency['p50']} ms, p99 {latency['p99']} ms; "
-            f"{figures['bytes_per_episode']} B/episode; stream {stream} traces/s"
+            f"{figures['bytes_per_episode']} B/episode; stream {stream} traces/s; curate {curate} traces/s"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -3,7 +3,9 @@
 StorageError
 ├── SchemaError      the database has no schema version, an unknown (newer) one, or is behind head
 ├── ConflictError    a write reuses a key (episode id, task id, round id) with different content
-└── MissingRecord    a write refers to a record that is not stored (task, round, episode)
+├── MissingRecord    a write refers to a record that is not stored (task, round, episode)
+└── CurationError    curation or export cannot go on
+    └── SplitLeakError   the task audit found a leak across the train / eval split
 
 Every database failure leaves storage as a ``StorageError`` (raised ``from`` the driver's
 error), so callers never need to import SQLAlchemy or a driver to handle one.
@@ -26,3 +28,11 @@ class ConflictError(StorageError):
 
 class MissingRecord(StorageError):
     """A write refers to a task, round or episode that is not stored."""
+
+
+class CurationError(StorageError):
+    """Curation or export cannot go on (bad configuration, an unwritable output)."""
+
+
+class SplitLeakError(CurationError):
+    """The train / eval split leaks: the task audit found tasks on both sides that share an answer."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, demo, evaluate, judge, miner, tasks, tools, validator
+from neurons.cli import catalog, curate, demo, evaluate, judge, miner, tasks, tools, validator
 
 app = typer.Typer(
     name="arena",
@@ -21,6 +21,7 @@ app.command(name="miner")(miner.miner)
 app.command(name="validator")(validator.validator)
 app.command(name="judge")(judge.judge_command)
 app.command(name="demo")(demo.demo)
+app.command(name="curate")(curate.curate)
 
 
 def main() -> None:

@@ -1,0 +1,171 @@
+"""`arena curate`: run the curation funnel over a database and export SFT, KTO, DPO and GRPO data sets."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, cast
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from neurons.metrics import CURATION_ROWS
+from storage.db import check_schema, make_engine, make_sessionmaker
+from storage.errors import CurationError, SplitLeakError, StorageError
+from storage.export import curate_and_export
+from storage.formats import FORMATS
+from storage.gates import CurationConfig, SplitBy, UnscoredPolicy
+from storage.traces import count_judged
+
+err = Console(stderr=True)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _formats(value: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
+    unknown = [c for c in chosen if c not in FORMATS]
+    if unknown or not chosen:
+        _fail(f"--format takes a comma-separated subset of {','.join(FORMATS)}, got {value!r}")
+    return chosen
+
+
+def curate(
+    db: Annotated[str, typer.Option("--db", help="Database URL: sqlite:///arena.db or postgresql://...")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Export directory (created; our files in it are replaced).")
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", help="Comma-separated formats to write: sft, kto, dpo, grpo.")
+    ] = ",".join(FORMATS),
+    min_reasoning: Annotated[
+        float,
+        typer.Option("--min-reasoning", min=0.0, max=1.0, help="Drop traces whose reasoning value is below."),
+    ] = 0.5,
+    unscored: Annotated[
+        str,
+        typer.Option("--unscored", help="Traces the reasoning judge did not score: keep, drop or separate."),
+    ] = "keep",
+    axis: Annotated[
+        str,
+        typer.Option(
+            "--axis", help="Comma-separated axis labels for the imitation sets (A, B, mixed, unknown)."
+        ),
+    ] = "A",
+    split_by: Annotated[
+        str, typer.Option("--split-by", help="cluster (train/eval by leak cluster) or none.")
+    ] = ("cluster"),
+    eval_share: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of leak clusters in eval.")
+    ] = 0.1,
+    cap_task_miner: Annotated[int, typer.Option(min=1, help="Traces kept per (task, miner, outcome).")] = 2,
+    cap_task: Annotated[int, typer.Option(min=1, help="Traces kept per (task, outcome).")] = 8,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the funnel summary as JSON.")] = False,
+) -> None:
+    """Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.
+
+    Writes sft, kto, dpo and grpo rows (JSONL and Parquet): train in DIR, eval in DIR/eval.
+
+    Also writes axis_b.jsonl, funnel.json, manifest.json and a dataset card (README.md).
+
+    Exits 1 when the task audit finds a leak across the split (nothing is written), 2 on bad input.
+
+    Example: arena curate --db sqlite:///arena.db --out export --format sft,kto --min-reasoning 0.6
+    """
+    formats = _formats(fmt)
+    if unscored not in ("keep", "drop", "separate"):
+        _fail(f"--unscored must be keep, drop or separate, got {unscored!r}")
+    if split_by not in ("cluster", "none"):
+        _fail(f"--split-by must be cluster or none, got {split_by!r}")
+    try:
+        config = CurationConfig(
+            min_reasoning=min_reasoning,
+            unscored=cast(UnscoredPolicy, unscored),
+            axes=tuple(a.strip() for a in axis.split(",") if a.strip()),
+            split_by=cast(SplitBy, split_by),
+            eval_share=eval_share,
+            cap_per_task_miner=cap_task_miner,
+            cap_per_task=cap_task,
+        )
+    except CurationError as exc:
+        _fail(str(exc))
+    funnel = _run(db, out, config, formats)
+    for stage, (n_in, n_out) in _stage_rows(funnel).items():
+        CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
+        CURATION_ROWS.labels(stage=stage, direction="out").set(n_out)
+    if as_json:
+        typer.echo(json.dumps(_summary(funnel, out), indent=2))
+        return
+    for stage in funnel["stages"]:
+        typer.echo(f"{stage['stage']:>15}: {stage['in']:>7} in {stage['out']:>7} out  {_reasons(stage)}")
+    for name, sides in funnel["exports"].items():
+        typer.echo(f"{name:>15}: train {sides['train']:>7}  eval {sides['eval']:>7}")
+    typer.echo(f"wrote {out}")
+
+
+def _run(db: str, out: Path, config: CurationConfig, formats: tuple[str, ...]) -> dict[str, Any]:
+    try:
+        url = make_url(db)
+        engine = make_engine(db)
+    except (ArgumentError, StorageError, ValueError) as exc:
+        _fail(f"--db {db!r} is not a usable database URL ({exc})")
+    source = url.render_as_string(hide_password=True)
+    # SQLite would create a missing file; a typo in the path should say so instead.
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+        if not Path(url.database).is_file():
+            engine.dispose()
+            _fail(f"--db: no database file at {url.database}")
+    try:
+        check_schema(engine)
+        with make_sessionmaker(engine)() as session:
+            total = count_judged(session)
+            columns = (TextColumn("curating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
+                task = bar.add_task("curating", total=total)
+                return curate_and_export(
+                    session,
+                    out,
+                    config=config,
+                    formats=formats,
+                    source=source,
+                    progress=lambda done: bar.update(task, completed=done),
+                )
+    except SplitLeakError as exc:
+        _fail(str(exc), code=1)
+    except StorageError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot write {out}: {exc}")
+    finally:
+        engine.dispose()
+
+
+def _stage_rows(funnel: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    return {stage["stage"]: (stage["in"], stage["out"]) for stage in funnel["stages"]}
+
+
+def _reasons(stage: dict[str, Any]) -> str:
+    parts = [f"{k} {v}" for k, v in stage["dropped"].items()] + [
+        f"aside {k} {v}" for k, v in stage["aside"].items()
+    ]
+    return ", ".join(parts)
+
+
+def _summary(funnel: dict[str, Any], out: Path) -> dict[str, Any]:
+    return {
+        "out": str(out),
+        "source": funnel["source"],
+        "stages": {
+            s["stage"]: {k: s[k] for k in ("in", "out", "dropped", "aside")} for s in funnel["stages"]
+        },
+        "splits": funnel["splits"],
+        "exports": funnel["exports"],
+        "audit": funnel["audit"],
+    }

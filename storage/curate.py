@@ -1,0 +1,345 @@
+"""The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
+
+Stages (``storage.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
+5 ranking, 6 dedup and caps, 7 split (with the task audit enforced). The issue lists ranking
+after dedup; it runs before, because dedup collapses each group onto its best-ranked trace.
+
+Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces);
+stages 1-5 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
+row (canonical record, dedup keys, rank). Stage 6 then walks the workspace one leak cluster at
+a time, best-ranked first, holding only that cluster's kept step sets and cap counters. So
+memory is O(batch_size + largest cluster's kept traces + tasks), never O(traces); the disk
+holds the surviving records once. The split and the audit need every exported task (O(tasks)).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import cast
+
+from sqlalchemy.orm import Session
+
+from arena.audit import AuditReport, audit
+from arena.types import Pool, Task
+from storage.chat import ChatRecord, normalise
+from storage.errors import SplitLeakError
+from storage.funnel import Funnel
+from storage.gates import (
+    AXIS_B,
+    MAIN,
+    UNSCORED,
+    CurationConfig,
+    Split,
+    axis_route,
+    cluster_of,
+    grounded,
+    hard_reject,
+    positive,
+    reasoning_gate,
+    split_of,
+    turn_rewards,
+)
+from storage.records import JudgedTrace
+from storage.signature import jaccard, strategy, structural_score
+from storage.tasks import tasks_in_pool
+from storage.traces import iter_judged
+from storage.workspace import KEPT, Row, Workspace
+
+logger = logging.getLogger(__name__)
+# Pools the audit sees for each side of the split (the audit compares pools).
+SPLIT_POOL = {"train": "practice", "eval": "never_touch"}
+MAX_REPORTED_VIOLATIONS = 5
+
+
+@dataclass
+class Curation:
+    """A finished curation run: its workspace (the surviving traces), funnel, split and audit."""
+
+    config: CurationConfig
+    workspace: Workspace
+    funnel: Funnel
+    cluster_split: dict[str, Split] = field(default_factory=dict)
+    audit: AuditReport | None = None
+
+    def split(self, cluster: str) -> Split:
+        """The side of the split a leak cluster is on."""
+        return self.cluster_split.get(cluster) or split_of(cluster, self.config)
+
+
+def curate(
+    session: Session,
+    workspace: Workspace,
+    *,
+    config: CurationConfig | None = None,
+    exported_tasks: Callable[[Workspace], Iterable[str]] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Curation:
+    """Run the funnel over every judged trace in the database.
+
+    Args:
+        session: the database session to stream from (one short read transaction per page).
+        workspace: the scratch store the survivors go to (the caller closes it).
+        config: selection and split settings (defaults documented on ``CurationConfig``).
+        exported_tasks: which task ids the export will write rows for (default: every task of a
+            surviving trace); the audit runs over exactly these.
+        progress: called with the number of traces read after each page.
+
+    Raises:
+        SplitLeakError: the task audit finds a leak across the train / eval split.
+    """
+    config = config or CurationConfig()
+    funnel = Funnel(config=asdict(config))
+    read, last_seq = _ingest(session, workspace, config, funnel, progress)
+    funnel.source = {"traces": read, "last_seq": last_seq}
+    _dedup(workspace, config, funnel)
+    curation = Curation(config=config, workspace=workspace, funnel=funnel)
+    task_ids = set(exported_tasks(workspace) if exported_tasks else _surviving_tasks(workspace))
+    _split_and_audit(session, curation, task_ids)
+    logger.info(
+        "curate traces=%d kept=%d train=%d eval=%d",
+        read,
+        funnel.stages["split"].n_out,
+        funnel.splits.get("train", {}).get("traces", 0),
+        funnel.splits.get("eval", {}).get("traces", 0),
+    )
+    return curation
+
+
+def _ingest(
+    session: Session,
+    workspace: Workspace,
+    config: CurationConfig,
+    funnel: Funnel,
+    progress: Callable[[int], None] | None,
+) -> tuple[int, int]:
+    read, last_seq, page = 0, 0, []
+    for trace in iter_judged(session, batch_size=config.batch_size):
+        read, last_seq = read + 1, trace.seq
+        workspace.add_task(trace.task.task_id, cluster_of(trace.task), trace.task.model_dump_json())
+        reward = (trace.judgment.score, trace.judgment.success, json.dumps(turn_rewards(trace)))
+        workspace.add_observed(
+            [(trace.seq, trace.task.task_id, trace.episode.episode_id, trace.episode.miner_hotkey, *reward)]
+        )
+        row = _stages(trace, config, funnel)
+        if row is not None:
+            page.append(row)
+        if read % config.batch_size == 0:
+            workspace.add_traces(page)
+            workspace.commit()
+            page = []
+            if progress:
+                progress(read)
+    workspace.add_traces(page)
+    workspace.commit()
+    if progress:
+        progress(read)
+    return read, last_seq
+
+
+def _stages(trace: JudgedTrace, config: CurationConfig, funnel: Funnel) -> tuple[object, ...] | None:
+    """Run stages 1-5 on one trace; return its workspace row, or None when it is dropped."""
+    funnel.entered("normalise")
+    record = normalise(trace)
+    if isinstance(record, str):
+        funnel.drop("normalise", record)
+        return None
+    funnel.passed("normalise")
+    funnel.entered("hard_rejects")
+    reason = hard_reject(trace)
+    if reason:
+        funnel.drop("hard_rejects", reason)
+        return None
+    funnel.passed("hard_rejects")
+    stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
+    if stream == MAIN:
+        route = axis_route(trace.judgment, config)
+        stream = _gate(funnel, "axis", None if route == MAIN else route)
+    if stream is None:
+        return None
+    if stream == MAIN:
+        funnel.entered("ranking")
+        funnel.passed("ranking")
+    return _workspace_row(trace, record, stream, config)
+
+
+def _gate(funnel: Funnel, stage: str, outcome: str | None) -> str | None:
+    """Count one trace through a gate: None passes (MAIN), "aside:<stream>" sets aside, else a drop (None)."""
+    funnel.entered(stage)
+    if outcome is None:
+        funnel.passed(stage)
+        return MAIN
+    if outcome.startswith("aside:"):
+        stream = outcome.removeprefix("aside:")
+        funnel.set_aside(stage, stream)
+        return stream
+    funnel.drop(stage, outcome)
+    return None
+
+
+def _workspace_row(
+    trace: JudgedTrace, record: ChatRecord, stream: str, config: CurationConfig
+) -> tuple[object, ...]:
+    judgment, task = trace.judgment, trace.task
+    keys = strategy(record)
+    versions = {
+        "scorer": judgment.versions.scorer,
+        "judge_model": judgment.versions.judge_model,
+        "prompt_hash": judgment.versions.prompt_hash,
+        "catalog": judgment.versions.catalog_version or task.catalog_version,
+        "toolset": record.toolset,
+        "generator": task.generator_version,
+    }
+    document = {"messages": record.messages, "prompt_length": record.prompt_length, "toolset": record.toolset}
+    return (
+        trace.seq,
+        trace.episode.episode_id,
+        task.task_id,
+        cluster_of(task),
+        trace.episode.miner_hotkey,
+        stream,
+        judgment.success,
+        positive(judgment, config),
+        grounded(judgment),
+        judgment.score,
+        structural_score(judgment),
+        keys.exact,
+        json.dumps(sorted(keys.steps)),
+        json.dumps(keys.answer),
+        judgment.content_hash,
+        json.dumps(versions),
+        json.dumps(document, ensure_ascii=False),
+    )
+
+
+def _dedup(workspace: Workspace, config: CurationConfig, funnel: Funnel) -> None:
+    """Stage 6: per leak cluster, best-ranked first, drop exact and near duplicates, then apply the caps."""
+    total, low, high = 0.0, 1.0, 0.0
+    cluster: str | None = None
+    state = _ClusterState()
+    decisions: list[tuple[int, str]] = []
+    for row in workspace.ranked(MAIN):
+        if row.cluster != cluster:
+            cluster, state = row.cluster, _ClusterState()
+        funnel.entered("dedup")
+        total, low, high = total + row.structural, min(low, row.structural), max(high, row.structural)
+        verdict = state.decide(row, config)
+        decisions.append((row.seq, verdict))
+        if verdict == KEPT:
+            funnel.passed("dedup")
+        else:
+            funnel.drop("dedup", verdict)
+        if len(decisions) >= config.batch_size:
+            workspace.decide(decisions)
+            decisions = []
+    workspace.decide(decisions)
+    workspace.commit()
+    ranked = funnel.stages["ranking"].n_out
+    if ranked:
+        funnel.stages["ranking"].notes = {
+            "structural_mean": round(total / ranked, 4),
+            "structural_min": low,
+            "structural_max": high,
+        }
+
+
+@dataclass
+class _ClusterState:
+    """What dedup remembers within one leak cluster: kept signatures, kept step sets by answer, cap counts."""
+
+    exact: set[str] = field(default_factory=set)
+    steps_by_answer: dict[tuple[str, ...], list[frozenset[str]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    per_task_miner: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
+    per_task: Counter[tuple[str, bool]] = field(default_factory=Counter)
+
+    def decide(self, row: Row, config: CurationConfig) -> str:
+        if row.exact in self.exact:
+            return "exact_duplicate"
+        similar = self.steps_by_answer[row.answer]
+        if any(jaccard(row.steps, kept) >= config.near_dup_threshold for kept in similar):
+            return "near_duplicate"
+        if self.per_task_miner[(row.task_id, row.miner, row.success)] >= config.cap_per_task_miner:
+            return "cap_task_miner"
+        if self.per_task[(row.task_id, row.success)] >= config.cap_per_task:
+            return "cap_task"
+        self.exact.add(row.exact)
+        similar.append(row.steps)
+        self.per_task_miner[(row.task_id, row.miner, row.success)] += 1
+        self.per_task[(row.task_id, row.success)] += 1
+        return KEPT
+
+
+def _surviving_tasks(workspace: Workspace) -> list[str]:
+    rows = workspace.query(
+        "SELECT DISTINCT task_id FROM traces LEFT JOIN decisions USING (seq) "
+        "WHERE stream != 'main' OR decisions.state = 'kept'"
+    )
+    return [task_id for (task_id,) in rows]
+
+
+def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -> None:
+    """Stage 7: put each exported task's cluster on one side, count, and refuse a split the audit fails."""
+    funnel, workspace, config = curation.funnel, curation.workspace, curation.config
+    tasks: list[Task] = []
+    clusters: dict[Split, set[str]] = {"train": set(), "eval": set()}
+    for task_id, cluster, text in workspace.tasks():
+        if task_id not in task_ids:
+            continue
+        side = split_of(cluster, config)
+        curation.cluster_split[cluster] = side
+        clusters[side].add(cluster)
+        tasks.append(Task.model_validate_json(text).model_copy(update={"pool": SPLIT_POOL[side]}))
+    per_side: Counter[Split] = Counter()
+    for row in workspace.kept(MAIN):
+        per_side[curation.split(row.cluster)] += 1
+    total = sum(per_side.values())
+    funnel.entered("split", total)
+    funnel.passed("split", total)
+    funnel.splits = {
+        side: {
+            "traces": per_side[side],
+            "tasks": sum(1 for t in tasks if t.pool == SPLIT_POOL[side]),
+            "clusters": len(clusters[side]),
+        }
+        for side in ("train", "eval")
+    }
+    for stream in (AXIS_B, UNSCORED):
+        for row in workspace.kept(stream):
+            funnel.splits.setdefault(f"{stream}_{curation.split(row.cluster)}", {"traces": 0})["traces"] += 1
+    protected = [
+        task.model_copy(update={"pool": SPLIT_POOL["eval"]})
+        for pool in config.protect_pools
+        for task in tasks_in_pool(session, pool=cast(Pool, pool))
+    ]
+    report = audit([*tasks, *protected])
+    curation.audit = report
+    funnel.audit = {
+        "ok": report.ok,
+        "tasks": len(tasks),
+        "protected_tasks": len(protected),
+        "violations": report.violation_count,
+        "near_misses": report.near_miss_count,
+    }
+    funnel.stages["split"].notes = {"audit_ok": report.ok}
+    if not report.ok:
+        raise SplitLeakError(_leak_message(report))
+
+
+def _leak_message(report: AuditReport) -> str:
+    shown = "; ".join(
+        f"{v.rule} ({v.detail[:60]}): "
+        + " / ".join(f"{t} [{p}]" for t, p in zip(v.task_ids, v.pools, strict=False))
+        for v in report.violations[:MAX_REPORTED_VIOLATIONS]
+    )
+    pools = ", ".join(f"{pool}={side}" for side, pool in SPLIT_POOL.items())
+    return (
+        f"export refused: the train / eval split leaks ({report.violation_count} audit violations; "
+        f"pools in the audit: {pools}, protected pools count as eval): {shown}. "
+        "Tasks linked by these rules must share a leak cluster: re-cluster them (arena tasks cluster) "
+        "and curate again."
+    )

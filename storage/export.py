@@ -1,0 +1,294 @@
+"""Export a curated run: TRL-ready JSONL and Parquet per format and split, the funnel, card and manifest.
+
+Files (``DIR`` is ``out_dir``; the train split at the top, the eval split under ``eval/``):
+
+- ``{sft,kto,dpo,grpo}.jsonl`` and ``.parquet`` for each format asked for (a format with no
+  rows still writes an empty JSONL and a zero-row Parquet carrying the schema);
+- ``axis_b.jsonl`` (axis B traces, set aside for later conversion) and, under
+  ``unscored="separate"``, ``unscored.jsonl``;
+- ``funnel.json``, ``manifest.json`` (``storage.manifest``), ``README.md`` (``storage.card``).
+
+Every row is checked by ``storage.formats.validate_row`` before it is written. Files are
+written into a staging directory beside ``DIR`` and moved in only when all are complete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from datasets import Dataset
+from sqlalchemy.orm import Session
+
+from arena.types import Task
+from storage.card import dataset_card
+from storage.curate import Curation, curate
+from storage.errors import CurationError
+from storage.formats import FEATURES, FORMATS, validate_row
+from storage.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split
+from storage.manifest import build_manifest
+from storage.rows import aside_row, dpo_pairs, dpo_row, grpo_row, kto_row, sft_row
+from storage.workspace import RANK_ORDER, Row, Workspace
+
+PARQUET_CHUNK = 500
+OWN_FILES = tuple(f"{name}.{ext}" for name in FORMATS for ext in ("jsonl", "parquet")) + (
+    f"{AXIS_B}.jsonl",
+    f"{UNSCORED}.jsonl",
+)
+
+
+class _Sink:
+    """One output of one format and split: JSONL always, a Parquet twin when ``fmt`` is a TRL format."""
+
+    def __init__(self, root: Path, name: str, split: Split, fmt: str | None) -> None:
+        self.relative = f"{name}.jsonl" if split == "train" else f"eval/{name}.jsonl"
+        self.fmt, self.split, self.rows = fmt, split, 0
+        self.provenance: list[Any] = []
+        self._path = root / self.relative
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._jsonl = self._path.open("w", encoding="utf-8")
+        self._hash = hashlib.sha256()
+        parquet = self._path.with_suffix(".parquet")
+        self._parquet = pq.ParquetWriter(parquet, FEATURES[fmt].arrow_schema) if fmt else None
+        self._buffer: list[dict[str, Any]] = []
+
+    def write(self, row: dict[str, Any], provenance: Any) -> None:
+        if self.fmt:
+            validate_row(self.fmt, row)
+        line = json.dumps(row, ensure_ascii=False) + "\n"
+        self._jsonl.write(line)
+        self._hash.update(line.encode("utf-8"))
+        self.rows += 1
+        self.provenance.append(provenance)
+        if self._parquet is not None:
+            self._buffer.append(row)
+            if len(self._buffer) >= PARQUET_CHUNK:
+                self._flush()
+
+    def _flush(self) -> None:
+        if self._parquet is not None and self._buffer and self.fmt:
+            self._parquet.write_table(Dataset.from_list(self._buffer, features=FEATURES[self.fmt]).data.table)
+        self._buffer = []
+
+    def close(self) -> dict[str, dict[str, Any]]:
+        """Finish both files; return their manifest entries."""
+        self._flush()
+        self._jsonl.close()
+        entry = {"format": self.fmt or self._path.stem, "split": self.split, "rows": self.rows}
+        files = {self.relative: {**entry, "sha256": self._hash.hexdigest(), "provenance": self.provenance}}
+        if self._parquet is not None:
+            self._parquet.close()
+            parquet = self._path.with_suffix(".parquet")
+            files[self.relative.removesuffix(".jsonl") + ".parquet"] = {
+                **entry,
+                "sha256": _file_hash(parquet),
+            }
+        return files
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def curate_and_export(
+    session: Session,
+    out_dir: Path,
+    *,
+    config: CurationConfig | None = None,
+    formats: Sequence[str] = FORMATS,
+    source: str = "",
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Run the funnel over the database and write the export to ``out_dir``; return ``funnel.json``'s content.
+
+    Args:
+        session: the database to curate (read in pages, never written).
+        out_dir: the export directory (created; our own files in it are replaced).
+        config: curation settings (``CurationConfig`` defaults when None).
+        formats: which of ``sft``, ``kto``, ``dpo``, ``grpo`` to write.
+        source: where the traces came from (a database URL without its password), for the card.
+        progress: called with the number of traces read so far.
+
+    Raises:
+        CurationError: an unknown format, or an output that cannot be written.
+        SplitLeakError: the task audit found a leak across the split; nothing is written.
+    """
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise CurationError(f"unknown export format(s) {', '.join(unknown)} (known: {', '.join(FORMATS)})")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with Workspace(out_dir.parent) as workspace:
+        curation = curate(
+            session,
+            workspace,
+            config=config,
+            exported_tasks=_all_tasks if "grpo" in formats else None,
+            progress=progress,
+        )
+        return export(curation, out_dir, formats=formats, source=source)
+
+
+def _all_tasks(workspace: Workspace) -> Iterable[str]:
+    return (task_id for task_id, _, _ in workspace.tasks())
+
+
+def export(
+    curation: Curation, out_dir: Path, *, formats: Sequence[str] = FORMATS, source: str = ""
+) -> dict[str, Any]:
+    """Write a finished curation to ``out_dir`` (module docstring); return ``funnel.json``'s content."""
+    staging = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    try:
+        content = _write_all(curation, staging, formats, source)
+        _move_into(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return content
+
+
+def _write_all(curation: Curation, root: Path, formats: Sequence[str], source: str) -> dict[str, Any]:
+    run = _Run(curation, root, formats)
+    run.imitation()
+    if "dpo" in formats:
+        run.dpo()
+    run.aside()
+    if "grpo" in formats:
+        run.grpo()
+    return run.finish(source)
+
+
+class _Run:
+    """One export in progress: its open files and what the manifest and card collect along the way."""
+
+    def __init__(self, curation: Curation, root: Path, formats: Sequence[str]) -> None:
+        self.curation, self.root, self.formats = curation, root, formats
+        self.workspace = curation.workspace
+        self.streams = [AXIS_B, *([UNSCORED] if curation.config.unscored == "separate" else [])]
+        self.sinks = {(fmt, side): _Sink(root, fmt, side, fmt) for fmt in formats for side in SPLITS}
+        self.sinks |= {(s, side): _Sink(root, s, side, None) for s in self.streams for side in SPLITS}
+        self.splits: dict[str, dict[str, set[str]]] = {
+            side: {"tasks": set(), "clusters": set(), "episodes": set()} for side in SPLITS
+        }
+        self.hashes: dict[str, str] = {}
+        self.versions: dict[str, Counter[str]] = {}
+
+    def _note(self, row: Row) -> Split:
+        side = self.curation.split(row.cluster)
+        for key, value in (("tasks", row.task_id), ("clusters", row.cluster), ("episodes", row.episode_id)):
+            self.splits[side][key].add(value)
+        if row.episode_id not in self.hashes:  # count each exported trace's versions once
+            self.hashes[row.episode_id] = row.judgment_hash
+            for kind, version in row.versions.items():
+                self.versions.setdefault(kind, Counter())[str(version)] += 1
+        return side
+
+    def imitation(self) -> None:
+        """SFT (positives) and KTO (all, with their label) from the kept traces, in ingest order."""
+        for row in self.workspace.kept(MAIN):
+            record = row.record_json()
+            if "sft" in self.formats and row.label:
+                self.sinks[("sft", self._note(row))].write(sft_row(record), row.episode_id)
+            if "kto" in self.formats:
+                self.sinks[("kto", self._note(row))].write(kto_row(record, label=row.label), row.episode_id)
+
+    def dpo(self) -> None:
+        """DPO pairs, task by task."""
+        for chosen, rejected in _pairs(self.workspace):
+            self._note(rejected)
+            pair = dpo_row(chosen.record_json(), rejected.record_json())
+            self.sinks[("dpo", self._note(chosen))].write(pair, [chosen.episode_id, rejected.episode_id])
+
+    def aside(self) -> None:
+        """The traces set aside (axis B; unscored under ``separate``)."""
+        for stream in self.streams:
+            for row in self.workspace.kept(stream):
+                self.sinks[(stream, self._note(row))].write(aside_row(row, row.record_json()), row.episode_id)
+
+    def grpo(self) -> None:
+        """One RL prompt per observed task, with its ground truth and observed rewards."""
+        for task_id, cluster, text in self.workspace.tasks():
+            task = Task.model_validate_json(text)
+            best = self.workspace.best(task_id)
+            side = self.curation.split(cluster)
+            self.splits[side]["tasks"].add(task_id)
+            self.splits[side]["clusters"].add(cluster)
+            row = grpo_row(
+                task, best=best.record_json() if best else None, observed=self.workspace.observed(task_id)
+            )
+            self.sinks[("grpo", side)].write(row, task_id)
+
+    def finish(self, source: str) -> dict[str, Any]:
+        """Close the files; write funnel.json, manifest.json and README.md; return the funnel."""
+        files: dict[str, dict[str, Any]] = {}
+        for sink in self.sinks.values():
+            files |= sink.close()
+        funnel = self.curation.funnel
+        funnel.exports = {
+            name: {side: self.sinks[(name, side)].rows for side in SPLITS}
+            for name in [*self.formats, *self.streams]
+        }
+        content = funnel.to_json()
+        (self.root / "funnel.json").write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
+        created_at = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest = build_manifest(
+            created_at=created_at,
+            splits=self.splits,
+            files=files,
+            judgment_hashes=self.hashes,
+            audit=funnel.audit,
+            config=funnel.config,
+        )
+        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        exported = set().union(*(s["tasks"] for s in self.splits.values()))
+        card = dataset_card(
+            funnel=content,
+            files=files,
+            versions=self.versions,
+            sources=_sources(self.workspace, exported),
+            created_at=created_at,
+        )
+        footer = f"\nSource database: `{source}`.\n" if source else ""
+        (self.root / "README.md").write_text(card + footer, encoding="utf-8")
+        return content
+
+
+def _pairs(workspace: Workspace) -> Iterable[tuple[Row, Row]]:
+    """Yield DPO pairs task by task (one task's kept traces in memory at a time)."""
+    group: list[Row] = []
+    for row in workspace.kept(MAIN, order=f"task_id, {RANK_ORDER}"):
+        if group and row.task_id != group[0].task_id:
+            yield from dpo_pairs(group)
+            group = []
+        group.append(row)
+    yield from dpo_pairs(group)
+
+
+def _sources(workspace: Workspace, task_ids: set[str]) -> Counter[str]:
+    return Counter(
+        Task.model_validate_json(text).source for task_id, _, text in workspace.tasks() if task_id in task_ids
+    )
+
+
+def _move_into(staging: Path, out_dir: Path) -> None:
+    """Replace our own files in ``out_dir`` with the staged ones (stale ones from an earlier export go)."""
+    for folder in (out_dir, out_dir / "eval"):
+        for name in OWN_FILES:
+            (folder / name).unlink(missing_ok=True)
+    for path in sorted(staging.rglob("*")):
+        if path.is_file():
+            target = out_dir / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)

@@ -1,0 +1,176 @@
+"""Curation's per-trace decisions (stages 2 to 4), the KTO label, the split and the observed turn rewards.
+
+Each function looks at one judged trace and its configuration only, so the funnel can run
+them while streaming. The stage order and what each drop reason means are in
+``docs/curation.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from arena.types import Task
+from judging.types import AXES, Judgment
+from storage.errors import CurationError
+from storage.records import JudgedTrace
+
+UnscoredPolicy = Literal["keep", "drop", "separate"]
+SplitBy = Literal["cluster", "none"]
+Split = Literal["train", "eval"]
+SPLITS: tuple[Split, ...] = ("train", "eval")
+# Streams a surviving trace can flow into: the imitation sets, or one of the files set aside.
+MAIN, AXIS_B, UNSCORED = "main", "axis_b", "unscored"
+
+
+@dataclass(frozen=True)
+class CurationConfig:
+    """How the funnel selects and splits (every field has the documented default).
+
+    Attributes:
+        min_reasoning: traces whose reasoning value is below this are dropped (stage 3).
+        unscored: what stage 3 does with a trace the reasoning judge did not score: ``keep``
+            (the default: unscored is not zero, as in scoring), ``drop``, or ``separate``
+            (written aside to ``unscored.jsonl`` for re-judging, kept out of the training sets).
+        axes: axis labels the imitation sets take (stage 4); B traces not taken go aside to
+            ``axis_b.jsonl``; other labels not taken are dropped.
+        cap_per_task_miner: traces kept per (task, miner, success) after dedup (stage 6).
+        cap_per_task: traces kept per (task, success) after dedup.
+        near_dup_threshold: step-set Jaccard at or above which two same-answer traces of one
+            leak cluster are near duplicates.
+        split_by: ``cluster`` (train / eval by leak cluster) or ``none`` (all train).
+        eval_share: the share of leak clusters that go to eval (by a salted hash of the cluster
+            id, so a cluster keeps its side as more data arrives).
+        split_salt: the salt of that hash (change it to draw another split).
+        label_min_score: the judge's score a successful trace needs for a positive KTO label
+            and for SFT.
+        batch_size: traces read per database page.
+        protect_pools: task pools whose tasks join the audit on the eval side (a train row
+            leaking into the reserved evaluation set fails the export).
+    """
+
+    min_reasoning: float = 0.5
+    unscored: UnscoredPolicy = "keep"
+    axes: tuple[str, ...] = ("A",)
+    cap_per_task_miner: int = 2
+    cap_per_task: int = 8
+    near_dup_threshold: float = 0.8
+    split_by: SplitBy = "cluster"
+    eval_share: float = 0.1
+    split_salt: str = "arena.split/1"
+    label_min_score: float = 0.5
+    batch_size: int = 500
+    protect_pools: tuple[str, ...] = field(default=("never_touch",))
+
+    def __post_init__(self) -> None:
+        problems = [
+            f"unknown axis label {a!r} (known: {', '.join(AXES)})" for a in self.axes if a not in AXES
+        ]
+        if not 0 <= self.min_reasoning <= 1:
+            problems.append(f"min_reasoning must be in [0, 1], not {self.min_reasoning}")
+        if not 0 <= self.eval_share <= 1:
+            problems.append(f"eval_share must be in [0, 1], not {self.eval_share}")
+        if not 0 < self.near_dup_threshold <= 1:
+            problems.append(f"near_dup_threshold must be in (0, 1], not {self.near_dup_threshold}")
+        if self.cap_per_task_miner < 1 or self.cap_per_task < 1 or self.batch_size < 1:
+            problems.append("caps and batch_size must be at least 1")
+        if self.unscored not in ("keep", "drop", "separate"):
+            problems.append(f"unscored must be keep, drop or separate, not {self.unscored!r}")
+        if self.split_by not in ("cluster", "none"):
+            problems.append(f"split_by must be cluster or none, not {self.split_by!r}")
+        if problems:
+            raise CurationError("; ".join(problems))
+
+
+def hard_reject(trace: JudgedTrace) -> str | None:
+    """Stage 2: the reason a trace is rejected outright, or None."""
+    judgment = trace.judgment
+    if judgment.rejects:
+        return f"reject:{judgment.rejects[0]}"
+    if judgment.fabricated:
+        return "fabricated"
+    if trace.episode.end != "completed" or judgment.end != "completed":
+        return f"end:{trace.episode.end if trace.episode.end != 'completed' else judgment.end}"
+    return None
+
+
+def reasoning_gate(judgment: Judgment, config: CurationConfig) -> str | None:
+    """Stage 3: None to pass, ``"aside:unscored"`` to set aside, else the drop reason."""
+    verdict = judgment.reasoning
+    if verdict.injection_flagged:
+        return "injection_flagged"
+    if verdict.value is None:
+        return {"keep": None, "drop": "unscored", "separate": "aside:unscored"}[config.unscored]
+    return "below_min_reasoning" if verdict.value < config.min_reasoning else None
+
+
+def axis_route(judgment: Judgment, config: CurationConfig) -> str:
+    """Stage 4: ``MAIN`` for the imitation sets, ``"aside:axis_b"``, or the drop reason ``axis_<label>``."""
+    if judgment.axis in config.axes:
+        return MAIN
+    return "aside:axis_b" if judgment.axis == "B" else f"axis_{judgment.axis}"
+
+
+def positive(judgment: Judgment, config: CurationConfig) -> bool:
+    """The absolute KTO label (and SFT's entry ticket): success, a good enough score, nothing invented."""
+    return (
+        judgment.success
+        and judgment.score >= config.label_min_score
+        and not judgment.hallucinated_product_ids
+        and not judgment.fabricated
+    )
+
+
+def grounded(judgment: Judgment) -> bool:
+    """Whether every product id and tool result the trace relies on is real (DPO needs both sides so)."""
+    return not judgment.hallucinated_product_ids and not judgment.fabricated
+
+
+def cluster_of(task: Task) -> str:
+    """A task's leak cluster; a task never clustered is its own cluster."""
+    return task.leak_cluster or f"solo-{task.task_id}"
+
+
+def split_of(cluster: str, config: CurationConfig) -> Split:
+    """Assign a leak cluster to train or eval by a salted hash (stable across runs and data growth)."""
+    if config.split_by == "none" or config.eval_share <= 0:
+        return "train"
+    digest = hashlib.sha256(f"{config.split_salt}:{cluster}".encode()).digest()
+    return "eval" if int.from_bytes(digest[:8], "big") / 2**64 < config.eval_share else "train"
+
+
+def turn_rewards(trace: JudgedTrace) -> list[float]:
+    """Per logged tool call, the share of the task's gold products first shown to the agent by that call.
+
+    Read from the validator's tool log (never from the miner's transcript), so it is verified:
+    the list sums to the share of gold products the agent ever saw, and the call that surfaced
+    each one gets its credit.
+    """
+    gold = {item.product_id for item in trace.task.gold}
+    seen: set[str] = set()
+    rewards: list[float] = []
+    for entry in trace.tool_log:
+        found = set(_product_ids(entry.result)) & gold - seen if entry.status == "ok" else set()
+        seen |= found
+        rewards.append(round(len(found) / len(gold), 6))
+    return rewards
+
+
+def _product_ids(result: str) -> Iterator[str]:
+    try:
+        value: Any = json.loads(result)
+    except ValueError:
+        return
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            pid = item.get("product_id")
+            if isinstance(pid, str | int) and not isinstance(pid, bool):
+                yield str(pid)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)

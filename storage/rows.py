@@ -1,0 +1,108 @@
+"""Export rows from curated records: one builder per format (``storage.formats`` has their schemas).
+
+A record is the workspace's canonical chat document: ``{"messages", "prompt_length", "toolset"}``;
+the tool schemas come from the tool set (``storage.chat.schemas``), not from the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from arena.tools import DEFAULT_TOOLSET
+from arena.types import Task, canonical_json
+from storage.chat import message, schemas
+from storage.workspace import Row
+
+
+def sft_row(record: dict[str, Any]) -> dict[str, Any]:
+    """The whole conversation and its tools (conversational language modeling)."""
+    return {"messages": record["messages"], "tools": schemas(record["toolset"])}
+
+
+def kto_row(record: dict[str, Any], *, label: bool) -> dict[str, Any]:
+    """The prompt, the agent's completion and the absolute label (conversational unpaired preference)."""
+    cut = record["prompt_length"]
+    return {
+        "prompt": record["messages"][:cut],
+        "completion": record["messages"][cut:],
+        "label": label,
+        "tools": schemas(record["toolset"]),
+    }
+
+
+def dpo_row(chosen: dict[str, Any], rejected: dict[str, Any]) -> dict[str, Any]:
+    """A preference pair sharing one prompt and tool set (conversational preference, explicit prompt)."""
+    cut = chosen["prompt_length"]
+    return {
+        "prompt": chosen["messages"][:cut],
+        "chosen": chosen["messages"][cut:],
+        "rejected": rejected["messages"][rejected["prompt_length"] :],
+        "tools": schemas(chosen["toolset"]),
+    }
+
+
+def prompt_key(record: dict[str, Any]) -> str:
+    """Identify a record's prompt and tools: DPO only pairs traces that saw exactly the same ones."""
+    head = {"prompt": record["messages"][: record["prompt_length"]], "toolset": record["toolset"]}
+    return hashlib.sha256(canonical_json(head).encode("utf-8")).hexdigest()[:32]
+
+
+def dpo_pairs(rows: Sequence[Row]) -> Iterator[tuple[Row, Row]]:
+    """Pair one task's kept traces: positives with grounded failures of the same prompt, rank by rank.
+
+    ``rows`` are the task's kept traces, best-ranked first. Each trace is used at most once, so
+    the best positive meets the best-ranked (hardest) failure, the second the second, and so on.
+    """
+    chosen: dict[str, list[Row]] = {}
+    rejected: dict[str, list[Row]] = {}
+    for row in rows:
+        if row.label:
+            chosen.setdefault(prompt_key(row.record_json()), []).append(row)
+        elif not row.success and row.grounded:
+            rejected.setdefault(prompt_key(row.record_json()), []).append(row)
+    for key, good in chosen.items():
+        yield from zip(good, rejected.get(key, []), strict=False)
+
+
+def grpo_row(
+    task: Task,
+    *,
+    best: dict[str, Any] | None,
+    observed: Sequence[tuple[str, str, float, bool, str]],
+) -> dict[str, Any]:
+    """A task as an RL prompt with its ground truth and the rewards its served episodes got.
+
+    The system message (and tool set) come from the task's best-ranked kept trace; a task
+    with none gets the user message alone and the default tool set. ``observed`` is
+    ``Workspace.observed(task_id)``: every judged episode of the task, in ingest order.
+    """
+    prompt = []
+    if best is not None and best["prompt_length"] == 2:
+        prompt.append(best["messages"][0])
+    prompt.append(message("user", task.query))
+    return {
+        "prompt": prompt,
+        "tools": schemas(best["toolset"] if best is not None else DEFAULT_TOOLSET),
+        "task_id": task.task_id,
+        "intent": task.intent,
+        "ground_truth": {"task_id": task.task_id, **task.definition()},
+        "observed_rewards": [score for _, _, score, _, _ in observed],
+        "observed_success": [success for _, _, _, success, _ in observed],
+        "observed_turn_rewards": [json.loads(turns) for _, _, _, _, turns in observed],
+    }
+
+
+def aside_row(row: Row, record: dict[str, Any]) -> dict[str, Any]:
+    """A trace set aside (axis B, unscored): the conversation plus what a later conversion needs."""
+    return {
+        "episode_id": row.episode_id,
+        "task_id": row.task_id,
+        "miner_hotkey": row.miner,
+        "success": row.success,
+        "score": row.score,
+        "toolset": record["toolset"],  # its schemas: arena.tools.tool_schemas(toolset)
+        "messages": record["messages"],
+    }

@@ -1,0 +1,204 @@
+"""The curation scratch store: a temporary SQLite file holding one compact row per surviving trace.
+
+Curation reads the judged traces once; what later stages need (the canonical record, the
+dedup keys, the rank, the split inputs) goes here, on disk, so memory stays bounded however
+many traces are stored. The file is deleted when the workspace closes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE traces (
+    seq INTEGER PRIMARY KEY,
+    episode_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    miner TEXT NOT NULL,
+    stream TEXT NOT NULL,
+    success INTEGER NOT NULL,
+    label INTEGER NOT NULL,
+    grounded INTEGER NOT NULL,
+    score REAL NOT NULL,
+    structural REAL NOT NULL,
+    exact TEXT NOT NULL,
+    steps TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    judgment_hash TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX traces_rank ON traces (stream, cluster, success DESC, structural DESC, score DESC, episode_id);
+CREATE TABLE decisions (seq INTEGER PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE tasks (task_id TEXT PRIMARY KEY, cluster TEXT NOT NULL, task TEXT NOT NULL);
+CREATE TABLE observed (
+    seq INTEGER PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL,
+    miner TEXT NOT NULL,
+    score REAL NOT NULL,
+    success INTEGER NOT NULL,
+    turn_rewards TEXT NOT NULL
+);
+CREATE INDEX observed_task ON observed (task_id, seq);
+"""
+TRACE_COLUMNS = (
+    "seq",
+    "episode_id",
+    "task_id",
+    "cluster",
+    "miner",
+    "stream",
+    "success",
+    "label",
+    "grounded",
+    "score",
+    "structural",
+    "exact",
+    "steps",
+    "answer",
+    "judgment_hash",
+    "versions",
+    "record",
+)
+_COLUMNS = ",".join(f"traces.{c}" for c in TRACE_COLUMNS)
+KEPT = "kept"
+# Rank order within a group: successes first, then the structural score, the judge's score, the id.
+RANK_ORDER = "success DESC, structural DESC, score DESC, episode_id"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One surviving trace as stored in the workspace (``record`` still JSON text)."""
+
+    seq: int
+    episode_id: str
+    task_id: str
+    cluster: str
+    miner: str
+    stream: str
+    success: bool
+    label: bool
+    grounded: bool
+    score: float
+    structural: float
+    exact: str
+    steps: frozenset[str]
+    answer: tuple[str, ...]
+    judgment_hash: str
+    versions: dict[str, str | None]
+    record: str
+
+    def record_json(self) -> dict[str, Any]:
+        """Decode the canonical chat record (messages, tools, prompt_length, toolset)."""
+        value: dict[str, Any] = json.loads(self.record)
+        return value
+
+
+def _row(values: Sequence[Any]) -> Row:
+    data = dict(zip(TRACE_COLUMNS, values, strict=True))
+    data["success"], data["label"], data["grounded"] = (
+        bool(data[k]) for k in ("success", "label", "grounded")
+    )
+    data["steps"] = frozenset(json.loads(data["steps"]))
+    data["answer"] = tuple(json.loads(data["answer"]))
+    data["versions"] = json.loads(data["versions"])
+    return Row(**data)
+
+
+class Workspace:
+    """A temporary SQLite database for one curation run; use as a context manager."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="arena-curate-", dir=directory))
+        self.path = self._dir / "workspace.db"
+        self._db = sqlite3.connect(self.path)
+        # Scratch data: a crash loses the run, never stored data, so skip the journal and fsync.
+        self._db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000;")
+        self._db.executescript(_SCHEMA)
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection and delete the file."""
+        self._db.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def add_traces(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert traces, each a tuple in ``TRACE_COLUMNS`` order (steps, answer, versions as JSON text)."""
+        marks = ",".join("?" * len(TRACE_COLUMNS))
+        self._db.executemany(f"INSERT INTO traces VALUES ({marks})", rows)
+
+    def add_task(self, task_id: str, cluster: str, task_json: str) -> None:
+        """Record a task once (later calls for the same id change nothing)."""
+        self._db.execute("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?)", (task_id, cluster, task_json))
+
+    def add_observed(self, rows: Sequence[tuple[int, str, str, str, float, bool, str]]) -> None:
+        """Record observed rewards: (seq, task_id, episode_id, miner, score, success, turn_rewards JSON)."""
+        self._db.executemany("INSERT INTO observed VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+
+    def decide(self, decisions: Sequence[tuple[int, str]]) -> None:
+        """Record dedup decisions: (seq, "kept" or the drop reason)."""
+        self._db.executemany("INSERT OR REPLACE INTO decisions VALUES (?, ?)", decisions)
+
+    def commit(self) -> None:
+        """Commit what was added (one page at a time keeps the write buffer small)."""
+        self._db.commit()
+
+    def ranked(self, stream: str) -> Iterator[Row]:
+        """Yield a stream's traces grouped by cluster, best-ranked first within each cluster."""
+        cursor = self._db.execute(
+            f"SELECT {','.join(TRACE_COLUMNS)} FROM traces WHERE stream = ? ORDER BY cluster, {RANK_ORDER}",
+            (stream,),
+        )
+        for values in cursor:
+            yield _row(values)
+
+    def kept(self, stream: str, *, order: str = "seq") -> Iterator[Row]:
+        """Yield a stream's traces that survive dedup (for the aside streams: all), in ``order``."""
+        join = (
+            "JOIN decisions USING (seq) WHERE decisions.state = 'kept' AND" if stream == "main" else "WHERE"
+        )
+        cursor = self._db.execute(
+            f"SELECT {_COLUMNS} FROM traces {join} stream = ? ORDER BY {order}", (stream,)
+        )
+        for values in cursor:
+            yield _row(values)
+
+    def best(self, task_id: str) -> Row | None:
+        """Return a task's best-ranked trace kept for the imitation sets, or None."""
+        values = self._db.execute(
+            f"SELECT {_COLUMNS} FROM traces JOIN decisions USING (seq) WHERE decisions.state = 'kept' "
+            f"AND stream = 'main' AND task_id = ? ORDER BY {RANK_ORDER} LIMIT 1",
+            (task_id,),
+        ).fetchone()
+        return _row(values) if values else None
+
+    def tasks(self) -> Iterator[tuple[str, str, str]]:
+        """Yield every observed task as (task_id, cluster, task JSON), by id."""
+        yield from self._db.execute("SELECT task_id, cluster, task FROM tasks ORDER BY task_id")
+
+    def observed(self, task_id: str) -> list[tuple[str, str, float, bool, str]]:
+        """Return a task's observed episodes: (episode_id, miner, score, success, turn_rewards JSON)."""
+        rows = self._db.execute(
+            "SELECT episode_id, miner, score, success, turn_rewards FROM observed "
+            "WHERE task_id = ? ORDER BY seq",
+            (task_id,),
+        )
+        return [(e, m, s, bool(ok), t) for e, m, s, ok, t in rows]
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run a read query and return all its rows (only for small, aggregated results)."""
+        return list(self._db.execute(sql, params))
