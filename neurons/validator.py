@@ -4,8 +4,9 @@
 only when asked, or for the embedded SQLite default; otherwise the schema must already be at
 head), the search index (built from the catalog on first start) and the episode registry, and
 serves one HTTP app (tool server, /health, /metrics) with uvicorn. The scheduler runs in the
-same event loop: metagraph sync, round, weights, task rotation and, when an exporter is wired
-in, the periodic export. One process, one worker: the episode registry lives in memory.
+same event loop: metagraph sync, round, weights, task rotation and the periodic export (the
+curation funnel, ``curation_exporter``; ``serve`` without an exporter schedules none). One
+process, one worker: the episode registry lives in memory.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import uvicorn
 from pydantic import ValidationError
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import EpisodeRegistry, EpisodeTokens
@@ -48,11 +50,26 @@ from neurons.weights import WeightsOutcome, weights_pass
 from storage import repository
 from storage.db import make_sessionmaker
 from storage.errors import StorageError
+from storage.export import curate_and_export
 
 logger = logging.getLogger(__name__)
 
 Exporter = Callable[[Session, Path], Mapping[str, Any]]
-"""The periodic export: curate and export judged traces into a directory (``storage.curate``, later)."""
+"""The periodic export: curate and export judged traces into a directory (``curation_exporter``)."""
+
+
+def curation_exporter(settings: ValidatorSettings) -> Exporter:
+    """The export job's exporter: the curation funnel with its defaults (``storage.export``).
+
+    Each run rewrites the export directory from the whole database (SFT, KTO, DPO and GRPO
+    files, funnel, manifest, dataset card); the card names the database without its password.
+    """
+    source = make_url(settings.database_url()).render_as_string(hide_password=True)
+
+    def export(session: Session, out_dir: Path) -> Mapping[str, Any]:
+        return curate_and_export(session, out_dir, source=source)
+
+    return export
 
 
 # ---------------------------------------------------------------------------- the validator
@@ -362,7 +379,7 @@ def main(overrides: dict[str, Any] | None = None, *, once: bool = False, json_ou
         raise SystemExit(2) from None
     setup_logging(settings.log_level)
     try:
-        outcome = asyncio.run(serve(settings, once=once))
+        outcome = asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
     except (StartupError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -20,7 +20,7 @@ from neurons.agents.scripted import scripted_agent
 from neurons.config import ValidatorSettings
 from neurons.localchain import read_weights
 from neurons.startup import StartupError, derive, load_secret, open_database, open_search_index
-from neurons.validator import serve
+from neurons.validator import curation_exporter, serve
 from neurons.validator_app import MeteredToolLog, create_validator_app
 from storage import repository
 from storage.db import make_engine, make_sessionmaker
@@ -158,3 +158,19 @@ def test_pruning_frees_the_metered_tool_logs(fixture_index: SearchIndex) -> None
     now[0] += 60
     assert registry.prune() == [episode_id]
     assert registry.log(episode_id) == []
+
+
+def test_the_curation_exporter_writes_the_export_and_names_the_database_without_its_password(
+    tmp_path: Path,
+) -> None:
+    engine = open_database(settings(tmp_path))  # the embedded default, migrated
+    out = tmp_path / "exports"
+    password_url = "postgresql+psycopg://arena:hunter2-secret@db.example:5432/arena"
+    with make_sessionmaker(engine)() as session:
+        funnel = curation_exporter(settings(tmp_path, db_url=password_url))(session, out)
+    engine.dispose()
+    assert funnel["source"]["traces"] == 0
+    for name in ("manifest.json", "funnel.json", "README.md", "sft.jsonl"):
+        assert (out / name).is_file()
+    card = (out / "README.md").read_text()
+    assert "db.example" in card and "hunter2-secret" not in card
