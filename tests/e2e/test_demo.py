@@ -116,6 +116,7 @@ def test_ctrl_c_stops_every_process_the_demo_started(tmp_path: Path) -> None:
     while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
         time.sleep(0.2)
     assert not [pid for pid in pids if _alive(pid)], "orphan processes left behind"
+    assert not [pid for pid in _children_with(str(workdir)) if _alive(pid)], "a neuron started later survived"
 
 
 def _wait_for_neurons(workdir: Path, demo: subprocess.Popen[bytes], count: int) -> list[int]:
