@@ -268,6 +268,13 @@ def run_validator_round(
     return report
 
 
+def _check_alive(miners: list[NeuronProcess]) -> None:
+    """Stop before a round rather than let the validator score a crashed miner 0."""
+    for miner in miners:
+        if miner.popen.poll() is not None:
+            raise DemoError(f"miner {miner.name} exited with code {miner.popen.returncode}:\n{miner.tail()}")
+
+
 def _round_line(number: int, total: int, report: dict[str, Any], seconds: float) -> str:
     summary, weights = report["round"], report.get("weights") or {}
     ends = ", ".join(f"{end} {count}" for end, count in sorted(summary.get("ends", {}).items()))
@@ -330,7 +337,7 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
             say(f"local model ready at {llm_url} [{seconds['llm_start']:.1f} s]")
         mark = time.monotonic()
         plans = plan_miners(config, llm_url, llm_model)
-        start_miners(layout, processes, plans)
+        miner_processes = start_miners(layout, processes, plans)
         seconds["miners_start"] = round(time.monotonic() - mark, 2)
         serving = ", ".join(plan.name for plan in plans)
         say(f"{len(plans)} miners serving: {serving} [{seconds['miners_start']:.1f} s]")
@@ -339,11 +346,12 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
         for number in range(1, config.rounds + 1):
             mark = time.monotonic()
             say(f"round {number}/{config.rounds}: validator running")
+            _check_alive(miner_processes)
             report = run_validator_round(layout, processes, config, number=number, port=port, judge=judge)
             seconds["rounds"].append(round(time.monotonic() - mark, 2))
             say(_round_line(number, config.rounds, report, seconds["rounds"][-1]))
-    if not (layout.export / "manifest.json").is_file():
-        raise DemoError(f"the validator's export job wrote no export into {layout.export}")
+    if "export" in report["failed"] or not (layout.export / "manifest.json").is_file():
+        raise DemoError(f"the validator's export job wrote no export into {layout.export}; see its log")
     kinds = {plan.name: plan.kind for plan in plans}
     miners = [DemoMiner(members[n].hotkey, members[n].uid, kinds[n]) for n in names]
     rows = summarize(
