@@ -49,8 +49,10 @@ test-train: install
 	$(BIN)/python -m pip install -q -e '.[dev,train]'
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/pytest -m train $(PYTEST_ARGS)
 
-demo: install-local-llm
-	$(BIN)/arena demo $(DEMO_ARGS)
+# The install's output goes to stderr, so that `make demo DEMO_ARGS=--json` prints only the JSON on stdout.
+demo:
+	@$(MAKE) --no-print-directory install-local-llm >&2
+	@$(BIN)/arena demo $(DEMO_ARGS)
 
 bench: install
 	@for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
