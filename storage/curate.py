@@ -25,6 +25,8 @@ from sqlalchemy.orm import Session
 
 from arena.audit import AuditReport, audit
 from arena.types import Pool, Task
+from judging.axis import axis_for_miner
+from judging.types import Axis
 from storage.chat import ChatRecord, normalise
 from storage.errors import SplitLeakError
 from storage.funnel import Funnel
@@ -46,7 +48,7 @@ from storage.gates import (
 from storage.records import JudgedTrace
 from storage.signature import jaccard, strategy, structural_score
 from storage.tasks import tasks_in_pool
-from storage.traces import iter_judged
+from storage.traces import iter_judged, judged_miners, recent_trajectories
 from storage.workspace import KEPT, Row, Workspace
 
 logger = logging.getLogger(__name__)
@@ -93,7 +95,10 @@ def curate(
     """
     config = config or CurationConfig()
     funnel = Funnel(config=asdict(config))
-    read, last_seq = _ingest(session, workspace, config, funnel, progress)
+    miner_axes = _miner_axes(session, config.miner_axis_sample)
+    if miner_axes:
+        funnel.stages["axis"].notes["miner_axes"] = dict(sorted(Counter(miner_axes.values()).items()))
+    read, last_seq = _ingest(session, workspace, config, funnel, progress, miner_axes)
     funnel.source = {"traces": read, "last_seq": last_seq}
     _dedup(workspace, config, funnel)
     curation = Curation(config=config, workspace=workspace, funnel=funnel)
@@ -109,12 +114,29 @@ def curate(
     return curation
 
 
+def _miner_axes(session: Session, sample: int) -> dict[str, Axis]:
+    """Judge each miner's axis from its ``sample`` most recent trajectories, one miner at a time.
+
+    Memory holds one miner's sample at once (``sample`` trajectories and their logs).
+    """
+    if sample < 1:
+        return {}
+    axes: dict[str, Axis] = {}
+    for hotkey in judged_miners(session):
+        pairs = recent_trajectories(session, hotkey=hotkey, limit=sample)
+        if pairs:
+            verdict = axis_for_miner([t for t, _ in pairs], [log for _, log in pairs])
+            axes[hotkey] = verdict.label
+    return axes
+
+
 def _ingest(
     session: Session,
     workspace: Workspace,
     config: CurationConfig,
     funnel: Funnel,
     progress: Callable[[int], None] | None,
+    miner_axes: dict[str, Axis],
 ) -> tuple[int, int]:
     read, last_seq, page = 0, 0, []
     for trace in iter_judged(session, batch_size=config.batch_size):
@@ -124,7 +146,7 @@ def _ingest(
         workspace.add_observed(
             [(trace.seq, trace.task.task_id, trace.episode.episode_id, trace.episode.miner_hotkey, *reward)]
         )
-        row = _stages(trace, config, funnel)
+        row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey))
         if row is not None:
             page.append(row)
         if read % config.batch_size == 0:
@@ -140,7 +162,9 @@ def _ingest(
     return read, last_seq
 
 
-def _stages(trace: JudgedTrace, config: CurationConfig, funnel: Funnel) -> tuple[object, ...] | None:
+def _stages(
+    trace: JudgedTrace, config: CurationConfig, funnel: Funnel, miner_axis: Axis | None
+) -> tuple[object, ...] | None:
     """Run stages 1-5 on one trace; return its workspace row, or None when it is dropped."""
     funnel.entered("normalise")
     record = normalise(trace)
@@ -156,7 +180,7 @@ def _stages(trace: JudgedTrace, config: CurationConfig, funnel: Funnel) -> tuple
     funnel.passed("hard_rejects")
     stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
     if stream == MAIN:
-        route = axis_route(trace.judgment, config)
+        route = axis_route(trace.judgment, config, miner_axis)
         stream = _gate(funnel, "axis", None if route == MAIN else route)
     if stream is None:
         return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from arena.types import Task
-from judging.types import AXES, Judgment
+from judging.types import AXES, Axis, Judgment
 from storage.errors import CurationError
 from storage.records import JudgedTrace
 
@@ -50,6 +50,8 @@ class CurationConfig:
         batch_size: traces read per database page.
         protect_pools: task pools whose tasks join the audit on the eval side (a train row
             leaking into the reserved evaluation set fails the export).
+        miner_axis_sample: the most recent completed trajectories per miner from which its
+            miner-level axis is judged (stage 4); 0 turns the miner-level verdict off.
     """
 
     min_reasoning: float = 0.5
@@ -64,6 +66,7 @@ class CurationConfig:
     label_min_score: float = 0.5
     batch_size: int = 500
     protect_pools: tuple[str, ...] = field(default=("never_touch",))
+    miner_axis_sample: int = 64
 
     def __post_init__(self) -> None:
         problems = [
@@ -75,6 +78,8 @@ class CurationConfig:
             problems.append(f"eval_share must be in [0, 1], not {self.eval_share}")
         if not 0 < self.near_dup_threshold <= 1:
             problems.append(f"near_dup_threshold must be in (0, 1], not {self.near_dup_threshold}")
+        if self.miner_axis_sample < 0:
+            problems.append(f"miner_axis_sample must be >= 0, not {self.miner_axis_sample}")
         if self.cap_per_task_miner < 1 or self.cap_per_task < 1 or self.batch_size < 1:
             problems.append("caps and batch_size must be at least 1")
         if self.unscored not in ("keep", "drop", "separate"):
@@ -107,11 +112,26 @@ def reasoning_gate(judgment: Judgment, config: CurationConfig) -> str | None:
     return "below_min_reasoning" if verdict.value < config.min_reasoning else None
 
 
-def axis_route(judgment: Judgment, config: CurationConfig) -> str:
+def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
+    """The axis a trace is curated under: its own label, overruled when its miner is labelled B.
+
+    One trajectory of a harness that narrates its own arguments can read as model-driven (A);
+    across the miner's trajectories its templates give it away (``judging.axis.axis_for_miner``),
+    and no trace of a miner labelled B is imitation data, whatever it looks like alone. A miner
+    labelled ``mixed`` does not overrule: a steady model that always searches, views, recommends
+    also repeats one call template, so that label alone proves no harness.
+    """
+    if judgment.axis == "A" and miner_axis == "B":
+        return "B"
+    return judgment.axis
+
+
+def axis_route(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> str:
     """Stage 4: ``MAIN`` for the imitation sets, ``"aside:axis_b"``, or the drop reason ``axis_<label>``."""
-    if judgment.axis in config.axes:
+    axis = effective_axis(judgment, miner_axis)
+    if axis in config.axes:
         return MAIN
-    return "aside:axis_b" if judgment.axis == "B" else f"axis_{judgment.axis}"
+    return "aside:axis_b" if axis == "B" else f"axis_{axis}"
 
 
 def positive(judgment: Judgment, config: CurationConfig) -> bool:

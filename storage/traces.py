@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
-from arena.types import Task, ToolLogEntry
+from arena.types import Task, ToolLogEntry, Trajectory
 from judging.reasoning import OUTAGE_CAUSES
 from judging.scores import ScoreSample
 from storage.errors import StorageError
@@ -134,6 +134,42 @@ def _logs_of(session: Session, episode_ids: Sequence[str]) -> dict[str, list[Too
         for row in rows:
             logs.setdefault(row.episode_id, []).append(row_to_log(row))
     return logs
+
+
+def judged_miners(session: Session) -> list[str]:
+    """Return the hotkeys with at least one judged, completed episode, sorted."""
+    query = (
+        select(EpisodeRow.miner_hotkey)
+        .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
+        .where(EpisodeRow.end_reason == "completed", EpisodeRow.trajectory.is_not(None))
+        .distinct()
+        .order_by(EpisodeRow.miner_hotkey)
+    )
+    return list(session.scalars(query))
+
+
+def recent_trajectories(
+    session: Session, *, hotkey: str, limit: int
+) -> list[tuple[Trajectory, list[ToolLogEntry]]]:
+    """Return a miner's ``limit`` most recent completed trajectories with their tool logs, newest first.
+
+    The sample the miner-level axis verdict is computed from (``judging.axis.axis_for_miner``).
+    """
+    rows = session.scalars(
+        select(EpisodeRow)
+        .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
+        .where(
+            EpisodeRow.miner_hotkey == hotkey,
+            EpisodeRow.end_reason == "completed",
+            EpisodeRow.trajectory.is_not(None),
+        )
+        .order_by(EpisodeRow.seq.desc())
+        .limit(limit)
+    ).all()
+    logs = _logs_of(session, [row.episode_id for row in rows])
+    sample = [(row_to_trajectory(row), logs.get(row.episode_id, [])) for row in rows]
+    session.commit()  # a short read transaction, as for every page
+    return [(trajectory, log) for trajectory, log in sample if trajectory is not None]
 
 
 _SCORED_COLUMNS: tuple[Any, ...] = (

@@ -67,6 +67,13 @@ def curate(
     ] = 0.1,
     cap_task_miner: Annotated[int, typer.Option(min=1, help="Traces kept per (task, miner, outcome).")] = 2,
     cap_task: Annotated[int, typer.Option(min=1, help="Traces kept per (task, outcome).")] = 8,
+    miner_axis_sample: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Recent trajectories per miner judging its miner-level axis (0: off).",
+        ),
+    ] = 64,
     as_json: Annotated[bool, typer.Option("--json", help="Print the funnel summary as JSON.")] = False,
 ) -> None:
     """Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.
@@ -93,6 +100,7 @@ def curate(
             eval_share=eval_share,
             cap_per_task_miner=cap_task_miner,
             cap_per_task=cap_task,
+            miner_axis_sample=miner_axis_sample,
         )
     except CurationError as exc:
         _fail(str(exc))

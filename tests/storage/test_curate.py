@@ -128,11 +128,56 @@ def test_axis_route() -> None:
     assert axis_route(trace(1, t, axis="unknown").judgment, CurationConfig(axes=("A", "unknown"))) == MAIN
 
 
+def test_a_miner_labelled_b_overrules_its_traces_a_label() -> None:
+    t, config = task(1), CurationConfig()
+    a_trace = trace(1, t, axis="A").judgment
+    assert axis_route(a_trace, config, "B") == "aside:axis_b"
+    # mixed proves no harness (a steady model repeats one call template too): no overrule
+    assert axis_route(a_trace, config, "mixed") == MAIN
+    assert axis_route(a_trace, config, "A") == MAIN
+    assert axis_route(trace(1, t, axis="mixed").judgment, config, "A") == "axis_mixed"
+
+
+def _driven(tr: planted.Trace, i: int) -> planted.Trace:
+    """The trace with model-like reasoning: each step's own words, citing the call's arguments."""
+    assert tr.trajectory is not None
+    messages = []
+    for n, message in enumerate(tr.trajectory.messages):
+        if message.role == "assistant" and message.tool_calls:
+            call = message.tool_calls[0]
+            thought = (
+                f"{planted.word(i, 10 + n)} {planted.word(i, 20 + n)} seems promising, so "
+                f"{call.function.name} with {call.function.arguments} {planted.word(i, 30 + n)}."
+            )
+            message = message.model_copy(update={"reasoning_content": thought})
+        messages.append(message)
+    return with_messages(tr, messages)
+
+
+def test_miner_level_axis_sends_a_templated_harness_aside(session: Session, tmp_path: Path) -> None:
+    tasks = [task(n) for n in range(1, 13)]
+    harness = [trace(n, tasks[n - 1], miner=0) for n in range(1, 7)]  # "I call <tool>." every step
+    model = [_driven(trace(n, tasks[n - 1], miner=1), n) for n in range(7, 13)]
+    store(session, tasks, harness + model)
+    with Workspace(tmp_path) as ws:
+        result = _run(session, ws, miner_axis_sample=64)
+        stage = result.funnel.stages["axis"]
+        assert stage.aside == {"axis_b": 6}
+        assert stage.notes["miner_axes"]["B"] == 1
+        assert set(_kept(result, AXIS_B)) == {tr.episode.episode_id for tr in harness}
+        assert set(_kept(result)) == {tr.episode.episode_id for tr in model}
+    (tmp_path / "off").mkdir()
+    with Workspace(tmp_path / "off") as ws:
+        assert len(_kept(_run(session, ws, miner_axis_sample=0))) == 12
+
+
 def test_config_refuses_bad_values() -> None:
     with pytest.raises(CurationError, match="axis"):
         CurationConfig(axes=("C",))
     with pytest.raises(CurationError, match="min_reasoning"):
         CurationConfig(min_reasoning=2.0)
+    with pytest.raises(CurationError, match="miner_axis_sample"):
+        CurationConfig(miner_axis_sample=-1)
 
 
 def test_kto_label_is_absolute() -> None:
@@ -191,6 +236,9 @@ def test_turn_rewards_credit_the_call_that_first_showed_the_gold() -> None:
 
 
 def _run(session: Session, workspace: Workspace, **config: object) -> Curation:
+    # The planted miners replay one call template with silent steps, so their miner-level axis
+    # is B; these tests exercise the other stages, so the miner-level verdict is off unless asked.
+    config.setdefault("miner_axis_sample", 0)
     return curate(session, workspace, config=CurationConfig(**config))  # type: ignore[arg-type]
 
 
@@ -310,7 +358,7 @@ def _two_sides(config: CurationConfig) -> tuple[str, str]:
 
 
 def test_a_leak_across_the_split_fails_the_export(session: Session, tmp_path: Path) -> None:
-    config = CurationConfig(eval_share=0.5, protect_pools=())
+    config = CurationConfig(eval_share=0.5, protect_pools=(), miner_axis_sample=0)
     train_cluster, eval_cluster = _two_sides(config)
     # Two tasks sharing a gold product, clustered apart by mistake: one lands in train, one in eval.
     a, b = task(1, cluster=train_cluster), task(2, cluster=eval_cluster, gold="g00001")
@@ -321,14 +369,16 @@ def test_a_leak_across_the_split_fails_the_export(session: Session, tmp_path: Pa
 
 
 def test_a_train_task_leaking_into_a_protected_pool_fails(session: Session, tmp_path: Path) -> None:
-    config = CurationConfig(eval_share=0.0)
+    config = CurationConfig(eval_share=0.0, miner_axis_sample=0)
     served = task(1)
     reserved = task(2, gold="g00001", pool="never_touch")  # the reserved eval set shares its gold
     store(session, [served, reserved], [trace(1, served)])
     with Workspace(tmp_path) as ws, pytest.raises(SplitLeakError, match=r"gold \(g00001\).*never_touch"):
         curate(session, ws, config=config)
     with Workspace(tmp_path) as ws:
-        result = curate(session, ws, config=CurationConfig(eval_share=0.0, protect_pools=()))
+        result = curate(
+            session, ws, config=CurationConfig(eval_share=0.0, protect_pools=(), miner_axis_sample=0)
+        )
         assert result.audit is not None and result.audit.ok
 
 
