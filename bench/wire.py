@@ -63,7 +63,8 @@ def request(n: int) -> TaskRequest:
 
 def start_miner(root: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
     env = {name: value for name, value in os.environ.items() if not name.startswith("ARENA_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bench"), str(ROOT), env.get("PYTHONPATH")]))
+    # The repo root, not bench/, goes on the path: bench/storage.py would shadow the storage package.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env["ARENA_NONCE_DB"] = str(root / "nonces.db")
     env["PROMETHEUS_MULTIPROC_DIR"] = str(root / "metrics")
     (root / "metrics").mkdir()
@@ -71,7 +72,7 @@ def start_miner(root: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
     command = [
         str(arena), "miner", "--network", "local", "--local-chain", str(root / "chain.db"),
         "--netuid", str(NETUID), "--wallet-name", "miner", "--wallet-path", str(root / "wallets"),
-        "--agent", "wire:noop_agent", "--host", "127.0.0.1", "--port", str(port),
+        "--agent", "bench.wire:noop_agent", "--host", "127.0.0.1", "--port", str(port),
         "--workers", str(workers), "--log-level", "WARNING",
     ]  # fmt: skip
     return subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
