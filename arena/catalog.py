@@ -77,6 +77,24 @@ def open_text(path: Path) -> IO[str]:
     return path.open("r", encoding="utf-8")
 
 
+def numbered_lines(path: Path, what: str, error: Callable[[str], Exception]) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, line)`` for each non-blank line of a plain or gzipped text file.
+
+    Raises:
+        ``error(message)``: the file is missing or cannot be read to its end (a truncated gzip,
+        bad UTF-8). Only reading is guarded: what the caller does with a line raises its own errors.
+    """
+    if not path.is_file():
+        raise error(f"{what} not found: {path}")
+    try:
+        with open_text(path) as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield line_no, line
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from exc
+
+
 def parse_product_row(row: Any) -> Product:
     """Turn one decoded JSON row (document or plain product) into a Product.
 
@@ -115,25 +133,17 @@ def iter_products(
     report = report if report is not None else LoadReport()
     for raw_path in paths:
         path = Path(raw_path)
-        if not path.is_file():
-            raise CatalogError(f"catalog file not found: {path}")
-        try:
-            with open_text(path) as handle:
-                for line_no, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    report.rows += 1
-                    if on_row is not None:
-                        on_row(report.rows)
-                    try:
-                        product = parse_product_row(json.loads(line))
-                    except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                        report.reject(BadRow(str(path), line_no, str(exc)))
-                        continue
-                    report.products += 1
-                    yield product
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise CatalogError(f"cannot read catalog file {path}: {exc}") from exc
+        for line_no, line in numbered_lines(path, "catalog file", CatalogError):
+            report.rows += 1
+            if on_row is not None:
+                on_row(report.rows)
+            try:
+                product = parse_product_row(json.loads(line))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                report.reject(BadRow(str(path), line_no, str(exc)))
+                continue
+            report.products += 1
+            yield product
 
 
 def product_line(product: Product) -> str:

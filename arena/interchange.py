@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from arena.audit import AuditReport, audit
-from arena.catalog import BadRow, open_text
+from arena.catalog import BadRow, numbered_lines
 from arena.difficulty import with_difficulty
 from arena.errors import InvalidTask
 from arena.oro import iter_oro, save_oro
@@ -40,24 +40,16 @@ def iter_shoppingbench(
     report = report if report is not None else TaskLoadReport()
     for raw in paths:
         path = Path(raw)
-        if not path.is_file():
-            raise InvalidTask(f"ShoppingBench task file not found: {path}")
         file_intent = intent or intent_from_path(path)
-        try:
-            with open_text(path) as handle:
-                for line_no, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    report.rows += 1
-                    try:
-                        task = task_from_row(json.loads(line), intent=file_intent)
-                    except (InvalidTask, ValueError) as exc:
-                        report.reject(BadRow(str(path), line_no, str(exc)))
-                        continue
-                    report.tasks += 1
-                    yield with_difficulty(task)
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise InvalidTask(f"cannot read ShoppingBench file {path}: {exc}") from exc
+        for line_no, line in numbered_lines(path, "ShoppingBench task file", InvalidTask):
+            report.rows += 1
+            try:
+                task = task_from_row(json.loads(line), intent=file_intent)
+            except (InvalidTask, ValueError) as exc:
+                report.reject(BadRow(str(path), line_no, str(exc)))
+                continue
+            report.tasks += 1
+            yield with_difficulty(task)
 
 
 def import_tasks(

@@ -20,7 +20,7 @@ from typing import IO
 
 from pydantic import ValidationError
 
-from arena.catalog import BadRow, BadRowLog, open_text
+from arena.catalog import BadRow, BadRowLog, numbered_lines
 from arena.errors import InvalidTask
 from arena.types import Task
 
@@ -68,27 +68,19 @@ def iter_tasks(paths: Iterable[Path | str], report: TaskLoadReport | None = None
     seen: set[str] = set()
     for raw_path in paths:
         path = Path(raw_path)
-        if not path.is_file():
-            raise InvalidTask(f"task file not found: {path}")
-        try:
-            with open_text(path) as handle:
-                for line_no, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    report.rows += 1
-                    try:
-                        task = parse_task(json.loads(line))
-                    except ValueError as exc:
-                        report.reject(BadRow(str(path), line_no, str(exc)))
-                        continue
-                    if task.task_id in seen:
-                        report.reject(BadRow(str(path), line_no, f"duplicate task_id {task.task_id}"))
-                        continue
-                    seen.add(task.task_id)
-                    report.tasks += 1
-                    yield task
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise InvalidTask(f"cannot read task file {path}: {exc}") from exc
+        for line_no, line in numbered_lines(path, "task file", InvalidTask):
+            report.rows += 1
+            try:
+                task = parse_task(json.loads(line))
+            except ValueError as exc:
+                report.reject(BadRow(str(path), line_no, str(exc)))
+                continue
+            if task.task_id in seen:
+                report.reject(BadRow(str(path), line_no, f"duplicate task_id {task.task_id}"))
+                continue
+            seen.add(task.task_id)
+            report.tasks += 1
+            yield task
 
 
 def load_tasks(path: Path | str, report: TaskLoadReport | None = None) -> list[Task]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -106,7 +107,7 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": _cpus(), "platform": platform.platform()},
         "synth": runs,
         "from_tasks": ft,
-        "note": "provisional: measured on a shared machine",
+        "load_at_end": list(os.getloadavg()),
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")

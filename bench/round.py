@@ -280,7 +280,7 @@ def main() -> None:
         "tasks_per_round": args.tasks,
         "miner_hosts": args.hosts,
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load": os.getloadavg()},
-        "note": "provisional: shared machine; miners and validator share its cores",
+        "note": "miners and validator share the machine's cores",
         "results": results,
     }
     out = ROOT / "bench" / "results" / "round.json"

@@ -292,12 +292,12 @@ def main() -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {
         "benchmark": "search",
-        "provisional": "measured on a shared 2-core machine while other work ran",
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "numpy": np.__version__,
             "sqlite": sqlite3.sqlite_version,
+            "load_at_start": list(os.getloadavg()),
             "platform": platform.platform(),
         },
         "queries": n_queries,

@@ -22,6 +22,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
+
 err = Console(stderr=True)
 JUDGE_API_KEY_ENV = "ARENA_JUDGE_API_KEY"
 
@@ -84,14 +86,9 @@ def print_summary(results: dict[str, Any], as_json: bool, run_dir: Path) -> None
 
 def rejudge(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by arena eval.")],
-    judge_url: Annotated[
-        str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Pinned judge model name.")] = None,
-    judge_format: Annotated[
-        str,
-        typer.Option("--judge-format", help="Judge's constrained decoding: none, json_object, json_schema."),
-    ] = "none",
+    judge_url: EvalJudgeUrl = None,
+    judge_model: EvalJudgeModel = None,
+    judge_format: EvalJudgeFormat = "none",
     index: Annotated[
         Path | None, typer.Option("--index", help="Search index (default: the one the run used).")
     ] = None,

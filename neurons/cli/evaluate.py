@@ -22,6 +22,7 @@ from neurons.cli.eval_runs import (
     rejudge,
     with_judge,
 )
+from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
 
 # The callback's docstring is the group's help (with its example), so no help= here.
 app = typer.Typer(no_args_is_help=True)
@@ -84,14 +85,9 @@ def evaluate(
         list[str] | None,
         typer.Option("--agent-option", help="KEY=VALUE option for the agent (JSON values); repeatable."),
     ] = None,
-    judge_url: Annotated[
-        str | None, typer.Option("--judge-url", help="OpenAI-compatible reasoning judge.")
-    ] = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Pinned judge model name.")] = None,
-    judge_format: Annotated[
-        str,
-        typer.Option("--judge-format", help="Judge's constrained decoding: none, json_object, json_schema."),
-    ] = "none",
+    judge_url: EvalJudgeUrl = None,
+    judge_model: EvalJudgeModel = None,
+    judge_format: EvalJudgeFormat = "none",
     train_manifest: Annotated[
         Path | None,
         typer.Option("--train-manifest", help="Training export's manifest.json (or its directory)."),

@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-# Every flag defaults to None so that an absent flag leaves the ARENA_* variable (or default) in force.
-Str = str | None
+from neurons.cli.options import (
+    Host,
+    LocalChain,
+    LogLevel,
+    Netuid,
+    Network,
+    Str,
+    WalletHotkey,
+    WalletName,
+    WalletPath,
+)
 
 
 def miner(
-    network: Annotated[
-        Str, typer.Option(help="finney, test, local or a ws:// URL (env ARENA_NETWORK).")
-    ] = None,
-    netuid: Annotated[int | None, typer.Option(help="The subnet id (env ARENA_NETUID).")] = None,
-    wallet_name: Annotated[Str, typer.Option(help="Wallet (coldkey) name.")] = None,
-    wallet_hotkey: Annotated[Str, typer.Option(help="Hotkey name in the wallet.")] = None,
-    wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory.")] = None,
-    local_chain: Annotated[Path | None, typer.Option(help="Local chain file, for --network local.")] = None,
+    network: Network = None,
+    netuid: Netuid = None,
+    wallet_name: WalletName = None,
+    wallet_hotkey: WalletHotkey = None,
+    wallet_path: WalletPath = None,
+    local_chain: LocalChain = None,
     agent: Annotated[Str, typer.Option(help="llm, scripted or package.module:function.")] = None,
     llm_base_url: Annotated[
         Str, typer.Option(help="OpenAI-compatible endpoint of the llm agent (env ARENA_LLM_BASE_URL).")
     ] = None,
     llm_model: Annotated[Str, typer.Option(help="Model of the llm agent (env ARENA_LLM_MODEL).")] = None,
-    host: Annotated[Str, typer.Option(help="Interface to listen on (default 0.0.0.0).")] = None,
+    host: Host = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (default 8091).")] = None,
     external_ip: Annotated[
         Str, typer.Option(help="IP advertised on chain (default: --host; 127.0.0.1 locally).")
@@ -33,7 +39,7 @@ def miner(
     workers: Annotated[int | None, typer.Option(help="Uvicorn worker processes (default 1).")] = None,
     min_stake: Annotated[float | None, typer.Option(help="Stake a caller needs (default 0).")] = None,
     serve: Annotated[bool, typer.Option(help="Advertise the endpoint on chain at start.")] = True,
-    log_level: Annotated[Str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = None,
+    log_level: LogLevel = None,
 ) -> None:
     """Run a miner: serve the agent behind the signed /v1/tasks endpoint and advertise it on chain.
 

@@ -7,19 +7,26 @@ from typing import Annotated, Any
 
 import typer
 
-# Every flag defaults to None so that an absent flag leaves the ARENA_* variable (or default) in force.
-Str = str | None
+from neurons.cli.options import (
+    Host,
+    LocalChain,
+    LogLevel,
+    Netuid,
+    Network,
+    Str,
+    WalletHotkey,
+    WalletName,
+    WalletPath,
+)
 
 
 def validator(
-    network: Annotated[
-        Str, typer.Option(help="finney, test, local or a ws:// URL (env ARENA_NETWORK).")
-    ] = None,
-    netuid: Annotated[int | None, typer.Option(help="The subnet id (env ARENA_NETUID).")] = None,
-    wallet_name: Annotated[Str, typer.Option(help="Wallet (coldkey) name.")] = None,
-    wallet_hotkey: Annotated[Str, typer.Option(help="Hotkey name in the wallet.")] = None,
-    wallet_path: Annotated[Path | None, typer.Option(help="Wallets directory.")] = None,
-    local_chain: Annotated[Path | None, typer.Option(help="Local chain file, for --network local.")] = None,
+    network: Network = None,
+    netuid: Netuid = None,
+    wallet_name: WalletName = None,
+    wallet_hotkey: WalletHotkey = None,
+    wallet_path: WalletPath = None,
+    local_chain: LocalChain = None,
     data_dir: Annotated[
         Path | None, typer.Option(help="State directory: SQLite database, index, secret (ARENA_DATA_DIR).")
     ] = None,
@@ -38,7 +45,7 @@ def validator(
         Str, typer.Option(help="OpenAI-compatible judge endpoint (ARENA_JUDGE__BASE_URL); none: unscored.")
     ] = None,
     judge_model: Annotated[Str, typer.Option(help="Judge model name (ARENA_JUDGE__MODEL).")] = None,
-    host: Annotated[Str, typer.Option(help="Interface to listen on (default 0.0.0.0).")] = None,
+    host: Host = None,
     port: Annotated[
         int | None, typer.Option(help="Port of the tool server, /health, /metrics (8092).")
     ] = None,
@@ -54,7 +61,7 @@ def validator(
     json_output: Annotated[
         bool, typer.Option("--json", help="With --once: print what the round and weights pass did as JSON.")
     ] = False,
-    log_level: Annotated[Str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = None,
+    log_level: LogLevel = None,
 ) -> None:
     """Run a validator: host the tools, query miners in rounds, judge, store, and set weights.
 

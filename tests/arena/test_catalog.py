@@ -46,6 +46,26 @@ def test_missing_file_is_our_error(tmp_path: Path) -> None:
         list(iter_products([tmp_path / "nope.jsonl"]))
 
 
+def test_truncated_gzip_is_our_error_after_the_rows_before_it(
+    tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    whole = gzip.compress(fixture_catalog_path.read_bytes())
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    seen: list[str] = []
+    with pytest.raises(CatalogError, match="cannot read catalog file"):
+        for product in iter_products([path]):
+            seen.append(product.product_id)
+    assert seen, "rows before the cut are still delivered"
+
+
+def test_an_error_raised_by_the_consumer_is_not_relabelled(fixture_catalog_path: Path) -> None:
+    # Only reading is guarded: an OSError from the caller's own work must surface unchanged.
+    with pytest.raises(OSError, match="disk full"):
+        for _ in iter_products([fixture_catalog_path]):
+            raise OSError("disk full")
+
+
 def test_catalog_version_depends_on_content_not_order(fixture_catalog_path: Path) -> None:
     products = list(iter_products([fixture_catalog_path]))
     forward, backward, changed = CatalogHasher(), CatalogHasher(), CatalogHasher()

@@ -160,3 +160,8 @@ def test_export_writes_only_requested_pools_and_refuses_leaks(
     leak = tasks[60].model_copy(update={"pool": "practice"})  # its twin stays held_out
     count, report = export_tasks([*tasks, leak], "oro", tmp_path / "leak.json")
     assert not report.ok and count == 0 and not (tmp_path / "leak.json").exists()
+
+
+def test_a_missing_shoppingbench_file_is_our_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidTask, match="ShoppingBench task file not found"):
+        import_tasks("shoppingbench", [tmp_path / "synthesize_product_test.jsonl"])
