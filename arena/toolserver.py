@@ -8,7 +8,6 @@ Routes: ``GET /v1/tools``, ``POST /v1/tools/{name}`` (``Authorization: Bearer <e
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
 from arena.errors import BudgetExhausted, EpisodeClosed, EpisodeError, TokenExpired, TokenInvalid
+from arena.jsondepth import json_depth
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_schemas
 
 logger = logging.getLogger(__name__)
@@ -27,8 +27,6 @@ logger = logging.getLogger(__name__)
 PRACTICE_HOTKEY = "practice"
 DEFAULT_PRACTICE_BUDGETS = Budgets(max_calls=100, max_seconds=900.0)
 _STATUS = {TokenInvalid: 401, TokenExpired: 401, EpisodeClosed: 403, BudgetExhausted: 429}
-# The characters that matter for nesting: brackets count only outside strings.
-_JSON_SPECIAL = re.compile(rb'["\\\[\]{}]')
 
 
 @dataclass(frozen=True)
@@ -55,34 +53,6 @@ class PracticeRequest(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 
     task_id: str = Field(default="practice", min_length=1, max_length=128)
-
-
-def json_depth(body: bytes) -> int:
-    """Return the deepest nesting of objects and arrays in a JSON text, in one pass, without parsing it.
-
-    Only quotes, backslashes and brackets are visited, so the scan stays linear on hostile input.
-    """
-    depth = deepest = 0
-    in_string = False
-    skip_at = -1
-    for match in _JSON_SPECIAL.finditer(body):
-        pos = match.start()
-        char = body[pos : pos + 1]
-        if pos == skip_at:
-            continue
-        if in_string:
-            if char == b"\\":
-                skip_at = pos + 1
-            elif char == b'"':
-                in_string = False
-        elif char == b'"':
-            in_string = True
-        elif char in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in (b"]", b"}"):
-            depth -= 1
-    return deepest
 
 
 async def read_capped_body(request: Request, limits: Limits) -> bytes:
@@ -280,6 +250,5 @@ __all__ = [
     "add_error_handlers",
     "create_tool_app",
     "create_tool_router",
-    "json_depth",
     "read_capped_body",
 ]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import httpx
 from pydantic import ValidationError
 
+from arena.jsondepth import JsonDepthGuard, json_depth
 from arena.types import EpisodeEnd, Trajectory
 from neurons import metrics
 from neurons.breaker import CircuitBreaker
@@ -29,10 +30,8 @@ from neurons.protocol import (
     HEADER_NONCE,
     PROTOCOL_VERSION,
     TASKS_PATH,
-    JsonDepthGuard,
     TaskRequest,
     TaskResponse,
-    json_depth,
     response_binding,
 )
 

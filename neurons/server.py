@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from arena.jsondepth import json_depth
 from arena.types import Trajectory
 from neurons import metrics
 from neurons.agents import Agent, AgentOutput, AgentRequest
@@ -47,7 +48,6 @@ from neurons.protocol import (
     TaskRefusal,
     TaskRequest,
     TaskResponse,
-    json_depth,
     response_binding,
 )
 from neurons.toolclient import EpisodeTools

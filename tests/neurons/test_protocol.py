@@ -7,8 +7,6 @@ from datetime import datetime
 
 import pytest
 from bittensor import http_auth
-from hypothesis import given
-from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from arena.types import Message, Trajectory
@@ -16,10 +14,8 @@ from neurons import protocol
 from neurons.protocol import (
     PROTOCOL_VERSION,
     WEIGHTS_VERSION_KEY,
-    JsonDepthGuard,
     TaskRequest,
     TaskResponse,
-    json_depth,
     response_binding,
 )
 from tests.neurons.standins import task_request
@@ -123,55 +119,6 @@ def test_response_binding_ties_the_signature_to_one_request_nonce() -> None:
     assert response_binding(1700000000000000001)[1] != path
     with pytest.raises(ValueError):
         response_binding("12\nPOST")  # a nonce is a number; nothing else reaches the signed payload
-
-
-@pytest.mark.parametrize(
-    ("text", "depth"),
-    [
-        ('"just a string"', 0),
-        ("[]", 1),
-        ('{"a": [1, {"b": []}]}', 4),
-        ('{"a": "[[[[{{{{"}', 1),  # brackets inside strings do not count
-        ('{"a": "quote \\" [[[ still a string"}', 1),  # an escaped quote does not end the string
-        ('["\\\\", [[]]]', 3),  # an escaped backslash does not escape the closing quote
-    ],
-)
-def test_json_depth(text: str, depth: int) -> None:
-    assert json_depth(text.encode()) == depth
-    assert json_depth(text.encode()) == _parsed_depth(json.loads(text))
-
-
-def test_depth_guard_stops_at_the_cap() -> None:
-    guard = JsonDepthGuard(max_depth=3)
-    assert guard.feed(b"[[[")
-    assert not guard.feed(b"[")
-
-
-def _parsed_depth(value: object) -> int:
-    if isinstance(value, dict):
-        return 1 + max((_parsed_depth(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_parsed_depth(v) for v in value), default=0)
-    return 0
-
-
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\[]{}\n', max_size=6),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
-    ),
-    max_leaves=20,
-)
-
-
-@given(value=_json, cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
-def test_depth_guard_agrees_with_a_parser_however_the_body_is_chunked(value: object, cuts: list[int]) -> None:
-    body = json.dumps(value).encode()
-    guard = JsonDepthGuard(max_depth=1000)
-    edges = sorted({0, len(body), *(cut % (len(body) + 1) for cut in cuts)})
-    for start, end in zip(edges, edges[1:], strict=False):
-        guard.feed(body[start:end])
-    assert guard.deepest == _parsed_depth(value)
 
 
 def test_deadline_must_be_timezone_aware_in_python_too() -> None:
