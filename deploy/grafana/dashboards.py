@@ -145,6 +145,27 @@ VALIDATOR = variable("instance", "Validator", "validator")
 MINER = variable("miner", "Miner", "miner")
 
 
+def chain_health_stats() -> list[Json]:
+    """The two chain stats the overview and the chain board both lead with (they back two alerts)."""
+    return [
+        panel(
+            "stat",
+            "Blocks since weights",
+            "Chain block minus the block of the last successful set_weights (alert at 720 and 3600).",
+            [target(f"max(arena_chain_block{{{V}}}) - max(arena_weights_last_success_block{{{V}}})")],
+            "none",
+            thresholds=(720, 3600),
+        ),
+        panel(
+            "stat",
+            "Metagraph age",
+            "Seconds since the last successful metagraph sync (alert at 1 h).",
+            [target(f"time() - max(arena_metagraph_sync_timestamp_seconds{{{V}}})")],
+            "s",
+        ),
+    ]
+
+
 def overview() -> Json:
     """The validator at a glance: liveness, rounds, episodes, storage, jobs and curation."""
     return dashboard(
@@ -184,21 +205,7 @@ def overview() -> Json:
                 "Rounds completed in the last hour, any result.",
                 [target(f"sum(increase(arena_rounds_total{{{V}}}[1h]))")],
             ),
-            panel(
-                "stat",
-                "Blocks since weights",
-                "Chain block minus the block of the last successful set_weights (alert at 720).",
-                [target(f"max(arena_chain_block{{{V}}}) - max(arena_weights_last_success_block{{{V}}})")],
-                "none",
-                thresholds=(720, 3600),
-            ),
-            panel(
-                "stat",
-                "Metagraph age",
-                "Seconds since the last successful metagraph sync (alert at 1 h).",
-                [target(f"time() - max(arena_metagraph_sync_timestamp_seconds{{{V}}})")],
-                "s",
-            ),
+            *chain_health_stats(),
             panel(
                 "stat",
                 "Judge unscored",
@@ -546,21 +553,7 @@ def chain() -> Json:
                 [target(f"max(arena_weights_last_success_block{{{V}}})")],
                 "none",
             ),
-            panel(
-                "stat",
-                "Blocks since weights",
-                "Alert at 720 (warning) and 3600 (critical).",
-                [target(f"max(arena_chain_block{{{V}}}) - max(arena_weights_last_success_block{{{V}}})")],
-                "none",
-                thresholds=(720, 3600),
-            ),
-            panel(
-                "stat",
-                "Metagraph age",
-                "Seconds since the last metagraph sync (alert at 1 h).",
-                [target(f"time() - max(arena_metagraph_sync_timestamp_seconds{{{V}}})")],
-                "s",
-            ),
+            *chain_health_stats(),
             panel(
                 "timeseries",
                 "Blocks since weights",
