@@ -1,6 +1,6 @@
 """Wire throughput: signed task request -> miner verify -> no-op agent -> signed answer -> client verify.
 
-Usage: python bench/wire.py [--sizes 1,8,32] [--requests 300] [--workers 1] [--quick]
+Usage: python bench/wire.py [--sizes 1,8,32] [--requests 1000] [--workers 1] [--quick]
 
 A real miner process (`arena miner`, uvicorn, local chain, a no-op agent) on loopback is queried
 by one `MinerClient` at each concurrency in --sizes. Figures per concurrency: completed queries
@@ -142,7 +142,7 @@ async def measure(root: Path, sizes: list[int], total: int) -> list[dict[str, An
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1,8,32", help="concurrency levels, comma-separated")
-    parser.add_argument("--requests", type=int, default=300, help="queries per concurrency level")
+    parser.add_argument("--requests", type=int, default=1000, help="queries per concurrency level")
     parser.add_argument("--workers", type=int, default=1, help="miner uvicorn workers")
     parser.add_argument("--quick", action="store_true", help="60 queries per level")
     args = parser.parse_args()
