@@ -42,6 +42,7 @@ from neurons.chaintypes import (
     WeightSubmission,
     validator_admission,
 )
+from neurons.config import NeuronSettings
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.localchain import LocalChain, Outcome, register
 from neurons.localrules import RAO_PER_UNIT, U16_MAX
@@ -428,6 +429,20 @@ def open_chain(
     client = bt.Client("local", substrate=LocalSdkSubstrate(local))
     return BittensorChain(
         client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout, connect=False
+    )
+
+
+def open_neuron_chain(settings: NeuronSettings) -> BittensorChain:
+    """``open_chain`` for a miner's or validator's settings (nothing connects until the first call)."""
+    return open_chain(
+        settings.network,
+        settings.netuid,
+        wallet_name=settings.wallet_name,
+        wallet_hotkey=settings.wallet_hotkey,
+        wallet_path=settings.wallet_path,
+        local_chain_path=settings.local_chain,
+        read_timeout=settings.chain_read_timeout,
+        write_timeout=settings.chain_write_timeout,
     )
 
 

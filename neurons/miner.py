@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from neurons import metrics
 from neurons.agents import AgentError, load_agent
-from neurons.chain import BittensorChain, make_nonce_store, open_chain
+from neurons.chain import make_nonce_store, open_neuron_chain
 from neurons.config import MinerSettings
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.logs import setup_logging
@@ -33,20 +33,6 @@ from neurons.server import MinerAppConfig, create_miner_app
 logger = logging.getLogger(__name__)
 
 WORKER_SETTINGS_ENV = "ARENA_MINER_WORKER_SETTINGS"  # the parent's resolved settings, for workers
-
-
-def open_miner_chain(settings: MinerSettings) -> BittensorChain:
-    """The chain client for ``settings`` (nothing connects until the first call)."""
-    return open_chain(
-        settings.network,
-        settings.netuid,
-        wallet_name=settings.wallet_name,
-        wallet_hotkey=settings.wallet_hotkey,
-        wallet_path=settings.wallet_path,
-        local_chain_path=settings.local_chain,
-        read_timeout=settings.chain_read_timeout,
-        write_timeout=settings.chain_write_timeout,
-    )
 
 
 def app_config(settings: MinerSettings) -> MinerAppConfig:
@@ -72,7 +58,7 @@ def build_app(settings: MinerSettings) -> FastAPI:
         LocalChainError: the local chain file is missing or of another subnet.
     """
     metrics.BUILD_INFO.labels(package_version("shopping-arena"), "miner", str(PROTOCOL_VERSION)).set(1)
-    chain = open_miner_chain(settings)
+    chain = open_neuron_chain(settings)
     agent = load_agent(settings.agent, **settings.agent_options())
     # The store must remember nonces at least as long as they are fresh (max_age + 2 s of skew).
     nonce_store = make_nonce_store(settings.nonce_db, retention=max(60.0, settings.auth_max_age + 5.0))
@@ -103,7 +89,7 @@ async def serve_endpoint(settings: MinerSettings) -> None:
     ip = settings.advertised_ip()
     if ip is None:  # refused by MinerSettings validation already
         raise RuntimeError("no IP to advertise")
-    chain = open_miner_chain(settings)
+    chain = open_neuron_chain(settings)
     try:
         submission = await chain.serve(ip, settings.port)
     finally:

@@ -34,7 +34,7 @@ from arena.toolserver import create_tool_router
 from judging.judge import JudgeConfig
 from judging.reasoning import OpenAICompleter
 from neurons import metrics
-from neurons.chain import BittensorChain, open_chain
+from neurons.chain import BittensorChain, open_neuron_chain
 from neurons.chaintypes import MetagraphSnapshot
 from neurons.client import ClientLimits, MinerClient
 from neurons.config import ValidatorSettings
@@ -257,16 +257,7 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
     """
     settings.data_path().mkdir(parents=True, exist_ok=True, mode=0o700)
     secret = load_secret(settings)
-    chain = open_chain(
-        settings.network,
-        settings.netuid,
-        wallet_name=settings.wallet_name,
-        wallet_hotkey=settings.wallet_hotkey,
-        wallet_path=settings.wallet_path,
-        local_chain_path=settings.local_chain,
-        read_timeout=settings.chain_read_timeout,
-        write_timeout=settings.chain_write_timeout,
-    )
+    chain = open_neuron_chain(settings)
     index = open_search_index(settings)
     engine = open_database(settings)
     with make_sessionmaker(engine)() as session:
