@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+
+from tests.neurons.standins import serve_app
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,7 @@ class ChatStub:
     usage: tuple[int, int] | None = (100, 10)
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
-    _server: uvicorn.Server | None = None
-    _task: asyncio.Task[None] | None = None
+    _serving: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     @property
     def base_url(self) -> str:
@@ -107,23 +107,10 @@ class ChatStub:
         return app
 
     async def __aenter__(self) -> ChatStub:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app(), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off", ws="none"
-        )
-        self._server = uvicorn.Server(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.01)
+        # force_exit: do not wait for a scripted slow reply.
+        url = await self._serving.enter_async_context(serve_app(self.app(), force_exit=True))
+        self.port = int(url.rsplit(":", 1)[1])
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True  # do not wait for a scripted slow reply
-        if self._task is not None:
-            await self._task
+        await self._serving.aclose()

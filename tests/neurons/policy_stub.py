@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+
+from tests.neurons.standins import serve_app, serve_app_in_thread
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,7 @@ class PolicyStub:
     judge_reply: str = ""  # the text answering a request without tools (the reasoning judge's)
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
-    _server: uvicorn.Server | None = None
-    _task: asyncio.Task[None] | None = None
+    _serving: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     @property
     def base_url(self) -> str:
@@ -118,44 +116,17 @@ class PolicyStub:
 
         return app
 
-    def _make_server(self) -> uvicorn.Server:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app(), host="127.0.0.1", port=self.port, log_level="warning", lifespan="off", ws="none"
-        )
-        return uvicorn.Server(config)
-
     async def __aenter__(self) -> PolicyStub:
-        self._server = self._make_server()
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            if self._task.done():
-                self._task.result()
-            await asyncio.sleep(0.01)
+        url = await self._serving.enter_async_context(serve_app(self.app(), force_exit=True))
+        self.port = int(url.rsplit(":", 1)[1])
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True
-        if self._task is not None:
-            await self._task
+        await self._serving.aclose()
 
     @contextmanager
     def in_thread(self) -> Iterator[PolicyStub]:
         """Serve from a thread with its own event loop, for code under test that runs its own loop."""
-        server = self._make_server()
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("the policy stub did not start")
-            threading.Event().wait(0.01)
-        try:
+        with serve_app_in_thread(self.app()) as url:
+            self.port = int(url.rsplit(":", 1)[1])
             yield self
-        finally:
-            server.should_exit = True
-            server.force_exit = True
-            thread.join(timeout=10)

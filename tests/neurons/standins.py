@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -140,8 +141,13 @@ def free_socket() -> socket.socket:
 
 
 @asynccontextmanager
-async def serve_app(app: FastAPI, sock: socket.socket | None = None) -> AsyncIterator[str]:
-    """Run ``app`` under uvicorn on a loopback port in this event loop; yields its base URL."""
+async def serve_app(
+    app: FastAPI, sock: socket.socket | None = None, *, force_exit: bool = False
+) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on a loopback port in this event loop; yields its base URL.
+
+    ``force_exit`` stops without waiting for requests still in flight (a scripted slow reply).
+    """
     sock = sock or free_socket()
     port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on", access_log=False))
@@ -154,5 +160,31 @@ async def serve_app(app: FastAPI, sock: socket.socket | None = None) -> AsyncIte
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
+        server.force_exit = force_exit
         await task
+        sock.close()
+
+
+@contextmanager
+def serve_app_in_thread(app: FastAPI) -> Iterator[str]:
+    """Run ``app`` under uvicorn in a thread with its own event loop; yields its base URL.
+
+    For code under test that runs its own loop or process. Stops without waiting for requests
+    still in flight.
+    """
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_config=None, lifespan="on", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the loopback server did not start")
+            threading.Event().wait(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        server.force_exit = True
+        thread.join(timeout=10)
         sock.close()
