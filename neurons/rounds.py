@@ -39,6 +39,7 @@ from neurons.errors import DeadlinePassed
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 from neurons.taskpool import burn, open_and_burn
 from storage import repository
+from storage.db import in_session
 from storage.records import EpisodeRecord, RoundRecord
 
 logger = logging.getLogger(__name__)
@@ -178,7 +179,7 @@ async def run_round(
         logger.warning("round_skipped round=%d reason=no_miners neurons=%d", round_id, len(snapshot.neurons))
         return RoundSummary(round_id=None, result="no_miners")
     tasks = await asyncio.to_thread(
-        _with_session,
+        in_session,
         deps.sessions,
         open_and_burn,
         round_id=round_id,
@@ -205,7 +206,7 @@ async def run_round(
     if summary.failed or summary.not_sent:
         summary.result = "partial"
     await asyncio.to_thread(
-        _with_session,
+        in_session,
         deps.sessions,
         repository.close_round,
         round_id=round_id,
@@ -237,11 +238,6 @@ def _tally(summary: RoundSummary, outcome: Judgment | None | BaseException) -> N
         summary.stored += 1
         summary.successes += int(outcome.success)
         summary.ends[outcome.end] = summary.ends.get(outcome.end, 0) + 1
-
-
-def _with_session(sessions: sessionmaker[Session], function: Any, **kwargs: Any) -> Any:
-    with sessions() as session:
-        return function(session, **kwargs)
 
 
 def verdict(judgment: Judgment) -> str:

@@ -48,7 +48,7 @@ from neurons.taskpool import PoolConfig, ReplenishReport, replenish
 from neurons.validator_app import MeteredToolLog, create_validator_app
 from neurons.weights import WeightsOutcome, weights_pass
 from storage import repository
-from storage.db import make_sessionmaker
+from storage.db import in_session, make_sessionmaker
 from storage.errors import StorageError
 from storage.export import curate_and_export
 
@@ -154,15 +154,16 @@ class Validator:
             findable=s.task_findable,
         )
         async with self.tasks_lock:
+            secret = derive(self.secret, "tasks")
             return await asyncio.to_thread(
-                self._with_session, replenish, self.index, secret=derive(self.secret, "tasks"), config=config
+                in_session, self.sessions, replenish, self.index, secret=secret, config=config
             )
 
     async def round(self) -> RoundSummary:
         """Close a round a crash left open, then run the next one on a fresh metagraph snapshot."""
         snapshot = await self.sync_metagraph()
         async with self.tasks_lock:
-            round_id = await asyncio.to_thread(self._with_session, _recover_and_next)
+            round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
             summary = await run_round(self.round_deps(), self.round_config(), snapshot, round_id=round_id)
         self.last_round = summary
         return summary
@@ -180,7 +181,7 @@ class Validator:
             return {}
         out = self.settings.export_path()
         out.mkdir(parents=True, exist_ok=True)
-        return await asyncio.to_thread(self._with_session, self.exporter, out)
+        return await asyncio.to_thread(in_session, self.sessions, self.exporter, out)
 
     def jobs(self) -> list[Job]:
         """The periodic jobs, in start order: rotation and metagraph at once, the round just after."""
@@ -228,10 +229,6 @@ class Validator:
             if weights
             else None,
         }
-
-    def _with_session(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        with self.sessions() as session:
-            return function(session, *args, **kwargs)
 
     async def aclose(self) -> None:
         """Close the clients, the chain, the index and the engine."""

@@ -8,11 +8,11 @@ failing. PostgreSQL (production) goes through psycopg 3.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -25,6 +25,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from storage.errors import SchemaError, StorageError
+
+_T = TypeVar("_T")
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +95,12 @@ def _begin_sqlite(conn: Connection) -> None:
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     """Return the session factory for ``engine`` (objects stay readable after commit)."""
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def in_session(sessions: sessionmaker[Session], function: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Call ``function(session, *args, **kwargs)`` in a fresh session, closed after (for a worker thread)."""
+    with sessions() as session:
+        return function(session, *args, **kwargs)
 
 
 @contextmanager
