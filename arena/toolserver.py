@@ -55,19 +55,26 @@ class PracticeRequest(BaseModel):
     task_id: str = Field(default="practice", min_length=1, max_length=128)
 
 
-async def read_capped_body(request: Request, limits: Limits) -> bytes:
-    """Read a request body, refusing (413) one over the size or depth cap before it is parsed."""
+async def read_body_within(request: Request, max_bytes: int) -> bytes | None:
+    """Read a request body, or None as soon as it (or its declared length) exceeds ``max_bytes``."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
+    if declared.isdigit() and int(declared) > max_bytes:
+        return None
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > limits.max_body_bytes:
-            raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
+        if size > max_bytes:
+            return None
         chunks.append(chunk)
-    body = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_capped_body(request: Request, limits: Limits) -> bytes:
+    """Read a request body, refusing (413) one over the size or depth cap before it is parsed."""
+    body = await read_body_within(request, limits.max_body_bytes)
+    if body is None:
+        raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
     if json_depth(body) > limits.max_json_depth:
         raise HTTPException(413, f"request JSON nested deeper than {limits.max_json_depth} levels")
     return body
@@ -250,5 +257,6 @@ __all__ = [
     "add_error_handlers",
     "create_tool_app",
     "create_tool_router",
+    "read_body_within",
     "read_capped_body",
 ]

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from arena.jsondepth import json_depth
+from arena.toolserver import read_body_within
 from arena.types import Trajectory
 from neurons import metrics
 from neurons.agents import Agent, AgentOutput, AgentRequest
@@ -227,17 +228,10 @@ def _target(request: Request) -> str:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    body = await read_body_within(request, limit)
+    if body is None:
         raise _Refused(413, "too_large", f"request body over {limit} bytes", "too_large")
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _Refused(413, "too_large", f"request body over {limit} bytes", "too_large")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return body
 
 
 async def _authenticate(miner: _Miner, request: Request, body: bytes) -> str:
