@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
+from typing import Any
 
 import regex
-from nltk.stem.porter import PorterStemmer
 
 ANALYZER = "lucene-standard+possessive+lowercase+stop33+porter/1"
 MAX_TOKEN_CHARS = 255
@@ -46,12 +46,24 @@ _TOKEN = regex.compile(
     regex.VERSION1,
 )
 _POSSESSIVE_QUOTES = frozenset("'\u2019\uff07")
-_STEMMER = PorterStemmer(PorterStemmer.MARTIN_EXTENSIONS)
+
+
+@functools.cache
+def load_stemmer() -> Any:
+    """The Porter stemmer, loaded once (``open_index`` loads it so the first query does not wait).
+
+    Imported on first use, not with this module: importing nltk pulls in scipy (about 0.6 s),
+    which every process that imports the tools would pay (the miner, `arena --help`) though
+    only indexing and querying stem.
+    """
+    from nltk.stem.porter import PorterStemmer
+
+    return PorterStemmer(PorterStemmer.MARTIN_EXTENSIONS)
 
 
 @functools.lru_cache(maxsize=1 << 20)
 def _stem(token: str) -> str:
-    return str(_STEMMER.stem(token, to_lowercase=False))
+    return str(load_stemmer().stem(token, to_lowercase=False))
 
 
 def tokenize(text: str) -> list[str]:

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arena import bm25
-from arena.analysis import query_terms
+from arena.analysis import load_stemmer, query_terms
 from arena.errors import SearchIndexError
 from arena.indexer import (
     ENGINE,
@@ -147,10 +147,12 @@ def open_index(index_dir: Path, *, catalog_version: str | None = None) -> Search
             raise ValueError("product counts disagree")
         if any(len(arrays[name]) != postings for name in POSTING_ARRAYS):
             raise ValueError("posting counts disagree")
-        return SearchIndex(index_dir, manifest, arrays, db)
+        index = SearchIndex(index_dir, manifest, arrays, db)
     except (OSError, ValueError, KeyError, TypeError, sqlite3.Error) as exc:
         db.close()
         raise SearchIndexError(f"corrupt search index {index_dir}: {exc}") from exc
+    load_stemmer()  # queries stem: pay the import at start-up, not in the first tool call
+    return index
 
 
 def _services(joined: str) -> tuple[Service, ...]:

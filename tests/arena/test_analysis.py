@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 from arena.analysis import MAX_QUERY_TERMS, STOP_WORDS, analyze, query_terms, tokenize
@@ -51,3 +54,9 @@ def test_query_terms_count_repeats_and_cap_distinct_terms() -> None:
     assert query_terms("shoes shoe SHOES running") == {"shoe": 3, "run": 1}
     many = query_terms(" ".join(f"w{i}" for i in range(MAX_QUERY_TERMS + 50)))
     assert len(many) == MAX_QUERY_TERMS and "w0" in many and f"w{MAX_QUERY_TERMS}" not in many
+
+
+def test_importing_the_tools_does_not_load_nltk() -> None:
+    # nltk pulls in scipy (about 0.6 s): a miner or `arena --help` that never stems must not pay it.
+    code = "import sys, arena.tools, arena.index; sys.exit('nltk' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
