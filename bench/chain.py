@@ -21,16 +21,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from neurons.chain import (  # noqa: E402 - the repo root must be importable first
-    create_wallet,
-    hotkey_of,
-    make_nonce_store,
-    open_chain,
-    register_wallet,
-    sign_request,
-    verify_request,
-)
-from neurons.localchain import create_local_chain, register  # noqa: E402
+from neurons.chain.client import open_chain
+from neurons.chain.local.state import create_local_chain, register  # noqa: E402
+from neurons.chain.signing import make_nonce_store, sign_request, verify_request
+from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet
 
 BODY = json.dumps({"task": "a kettle under 30", "tools": ["find_product"] * 20}).encode()
 

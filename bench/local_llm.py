@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arena.types import ToolResult  # noqa: E402
-from neurons.agents import AgentRequest  # noqa: E402
-from neurons.agents.llm import make_llm_agent  # noqa: E402
-from neurons.local_llm import LocalLLM, agent_options, server_available  # noqa: E402
+from neurons.demo.local_llm import LocalLLM, agent_options, server_available  # noqa: E402
+from neurons.miner.agents.contract import AgentRequest
+from neurons.miner.agents.llm import make_llm_agent  # noqa: E402
 
 QUERIES = [
     "Show me chili powder in a bag priced above 300 pesos.",

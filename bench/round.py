@@ -40,13 +40,15 @@ from arena.tools import ToolContext  # noqa: E402
 from arena.toolserver import create_tool_router  # noqa: E402
 from arena.types import FunctionCall, Message, ToolCall  # noqa: E402
 from neurons import metrics  # noqa: E402
-from neurons.agents import AgentOutput, AgentRequest, ToolCaller  # noqa: E402
-from neurons.chain import create_wallet, hotkey_of, make_nonce_store, open_chain, register_wallet  # noqa: E402
-from neurons.config import ValidatorSettings  # noqa: E402
-from neurons.localchain import create_local_chain  # noqa: E402
-from neurons.server import MinerAppConfig, create_miner_app  # noqa: E402
-from neurons.validator import open_validator  # noqa: E402
-from neurons.validator_app import create_validator_app  # noqa: E402
+from neurons.chain.client import open_chain  # noqa: E402
+from neurons.chain.local.state import create_local_chain  # noqa: E402
+from neurons.chain.signing import make_nonce_store  # noqa: E402
+from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet  # noqa: E402
+from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
+from neurons.miner.app import MinerAppConfig, create_miner_app  # noqa: E402
+from neurons.validator.app import create_validator_app  # noqa: E402
+from neurons.validator.process import open_validator  # noqa: E402
+from neurons.validator.settings import ValidatorSettings  # noqa: E402
 from tests.neurons.standins import serve_app  # noqa: E402
 
 NETUID = 1

@@ -29,12 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arena.types import Message  # noqa: E402 - the repo root must be importable first
-from neurons.agents import AgentOutput, AgentRequest, ToolCaller  # noqa: E402
-from neurons.chain import create_wallet, hotkey_of, open_chain, register_wallet  # noqa: E402
-from neurons.chaintypes import Neuron  # noqa: E402
-from neurons.client import ClientLimits, MinerClient  # noqa: E402
-from neurons.localchain import create_local_chain  # noqa: E402
+from neurons.chain.chaintypes import Neuron  # noqa: E402
+from neurons.chain.client import open_chain  # noqa: E402
+from neurons.chain.local.state import create_local_chain  # noqa: E402
+from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet  # noqa: E402
+from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest  # noqa: E402
+from neurons.validator.miner_client import ClientLimits, MinerClient  # noqa: E402
 
 NETUID = 1
 

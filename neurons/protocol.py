@@ -29,7 +29,7 @@ HEALTH_PATH = "/health"
 METRICS_PATH = "/metrics"
 
 # The btauth/1 header names (bittensor.http_auth), spelled here so no module but
-# neurons/chain.py needs the SDK; tests pin them to the SDK's own constants.
+# neurons/chain/ needs the SDK; tests pin them to the SDK's own constants.
 HEADER_HOTKEY = "X-Bittensor-Hotkey"
 HEADER_NONCE = "X-Bittensor-Nonce"
 HEADER_CRYPTO = "X-Bittensor-Crypto"

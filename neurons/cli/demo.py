@@ -95,10 +95,10 @@ def demo(
 
     Example: arena demo --rounds 2 --json
     """
+    from neurons.demo.local_llm import LocalLLMError
     from neurons.demo.network import DemoError, DemoInputError
     from neurons.demo.run import DemoConfig, run_demo
     from neurons.demo.summary import summary_table
-    from neurons.local_llm import LocalLLMError
     from neurons.logs import setup_logging
 
     err = Console(stderr=True, soft_wrap=True)

@@ -191,11 +191,11 @@ def _run(
     from arena.errors import ArenaError
     from arena.index import open_index
     from arena.tools import TOOLSETS
-    from neurons.agents import AgentError
     from neurons.evaluation.outputs import write_results
     from neurons.evaluation.records import SAMPLES_FILE, SampleSummary, read_records
     from neurons.evaluation.runner import ModelUnavailable, run_evaluation
     from neurons.evaluation.settings import EvalSettings, RunMismatch, prepare_run_dir, settings_summary
+    from neurons.miner.agents.contract import AgentError
 
     settings = EvalSettings(**settings_args)
     if settings.toolset not in TOOLSETS:

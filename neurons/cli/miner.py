@@ -66,6 +66,6 @@ def miner(
         "log_level": log_level,
         "serve_on_chain": None if serve else False,
     }
-    from neurons.miner import main  # the SDK and the app load only when the command runs
+    from neurons.miner.process import main  # the SDK and the app load only when the command runs
 
     main({name: value for name, value in given.items() if value is not None})

@@ -97,6 +97,6 @@ def validator(
     judge = {name: value for name, value in (("base_url", judge_url), ("model", judge_model)) if value}
     if judge:
         overrides["judge"] = judge
-    from neurons.validator import main  # the SDK and the app load only when the command runs
+    from neurons.validator.process import main  # the SDK and the app load only when the command runs
 
     main(overrides, once=once, json_output=json_output)

@@ -1,7 +1,7 @@
 """Agents the demo's miners run by ``module:function``: the local model's LLM agent, and one that gives up.
 
 ``arena miner --agent llm`` uses the LLM agent's defaults, which suit real servers. The embedded
-135M model needs the options of :func:`neurons.local_llm.agent_options` (constrained tool
+135M model needs the options of :func:`neurons.demo.local_llm.agent_options` (constrained tool
 choice, tightened schemas, bounded turns); :func:`local_model_agent` applies them, taking the
 endpoint from the miner's own variables (``ARENA_LLM_BASE_URL``, ``ARENA_LLM_MODEL``).
 """
@@ -14,9 +14,9 @@ import os
 from typing import Any
 
 from arena.types import FunctionCall, Message, ToolCall
-from neurons.agents import AgentOutput, AgentRequest, ToolCaller, prompt_text
-from neurons.agents.llm import make_llm_agent
-from neurons.local_llm import MODEL_NAME, agent_options
+from neurons.demo.local_llm import MODEL_NAME, agent_options
+from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller, prompt_text
+from neurons.miner.agents.llm import make_llm_agent
 
 BASE_URL_ENV = "ARENA_LLM_BASE_URL"
 MODEL_ENV = "ARENA_LLM_MODEL"

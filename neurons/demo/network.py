@@ -23,8 +23,8 @@ import httpx
 from arena.catalog import write_products
 from arena.index import build_index
 from arena.synth import iter_synth_products
-from neurons.chain import create_wallet, hotkey_of, register_wallet
-from neurons.localchain import create_local_chain
+from neurons.chain.local.state import create_local_chain
+from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 from pydantic import SecretStr
 
+from neurons.demo.local_llm import LocalLLM, LocalLLMError
 from neurons.demo.network import (
     NETUID,
     DemoError,
@@ -36,7 +37,6 @@ from neurons.demo.network import (
     prepare_catalog,
 )
 from neurons.demo.summary import DemoMiner, MinerSummary, chain_weights, load_traces, summarize
-from neurons.local_llm import LocalLLM, LocalLLMError
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from rich import box
 from rich.table import Table
 
 from judging.axis import axis_for_miner
-from neurons.localchain import read_weights
+from neurons.chain.local.state import read_weights
 from storage.db import make_engine, make_sessionmaker
 from storage.records import JudgedTrace
 from storage.traces import iter_judged

@@ -25,8 +25,6 @@ from arena.types import EpisodeEnd, Task, ToolResult
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.reasoning import Completer
 from judging.types import Judgment
-from neurons.agents import Agent, AgentError, AgentOutput, AgentRequest, ToolCaller, load_agent
-from neurons.agents.llm import LLMAgent, make_llm_agent
 from neurons.evaluation.records import (
     JUDGMENTS_FILE,
     SAMPLES_FILE,
@@ -39,6 +37,9 @@ from neurons.evaluation.records import (
     read_records,
 )
 from neurons.evaluation.settings import EvalSettings, sample_seed
+from neurons.miner.agents.contract import Agent, AgentError, AgentOutput, AgentRequest, ToolCaller
+from neurons.miner.agents.llm import LLMAgent, make_llm_agent
+from neurons.miner.agents.loading import load_agent
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from neurons.agents import AgentOutput, AgentRequest, ToolCaller
-from neurons.agents.scripted import scripted_agent
+from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
+from neurons.miner.agents.scripted import scripted_agent
 
 
 async def failing_agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:

@@ -22,8 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from arena.catalog import write_products
 from arena.synth import iter_synth_products
-from neurons.chain import Wallet, create_wallet, hotkey_of, register_wallet
-from neurons.localchain import create_local_chain
+from neurons.chain.local.state import create_local_chain
+from neurons.chain.wallets import Wallet, create_wallet, hotkey_of, register_wallet
 
 ROOT = Path(__file__).resolve().parents[2]
 ARENA = Path(sys.executable).parent / "arena"

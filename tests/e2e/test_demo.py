@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from neurons.chain.local.state import read_weights
+from neurons.demo.local_llm import server_available
 from neurons.demo.summary import chain_weights, load_traces
-from neurons.local_llm import server_available
-from neurons.localchain import read_weights
 
 ROOT = Path(__file__).resolve().parents[2]
 MINER_KEYS = {"hotkey", "uid", "agent", "tasks", "successes", "mean_score", "axis", "weight"}

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from neurons.localchain import read_weights
+from neurons.chain.local.state import read_weights
 from storage import repository
 from storage.db import make_engine, make_sessionmaker
 from storage.models import EpisodeRow, JudgmentRow

@@ -294,7 +294,7 @@ def test_long_episodes_are_cut_to_fit() -> None:
 async def test_a_real_small_model_is_scored_or_unscored_never_wrong() -> None:
     # SmolLM2-135M cannot follow the rubric reliably; whatever it says, the verdict must be a
     # value from the scale or unscored with a cause, and the judge must not raise.
-    from neurons.local_llm import LocalLLM
+    from neurons.demo.local_llm import LocalLLM
 
     with LocalLLM() as llm:
         completer = OpenAICompleter(llm.base_url, "smollm2-135m-instruct", timeout_s=300.0)

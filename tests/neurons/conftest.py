@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from neurons.chain import BittensorChain, Wallet, create_wallet, hotkey_of, open_chain, register_wallet
-from neurons.localchain import create_local_chain
+from neurons.chain.client import BittensorChain, open_chain
+from neurons.chain.local.state import create_local_chain
+from neurons.chain.wallets import Wallet, create_wallet, hotkey_of, register_wallet
 
 NETUID = 11
 

@@ -16,14 +16,14 @@ from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
 from judging.judge import JudgeConfig
 from judging.reasoning import Completer
-from neurons.agents import Agent, AgentOutput, AgentRequest, ToolCaller
-from neurons.chain import make_nonce_store
-from neurons.chaintypes import MetagraphSnapshot
-from neurons.client import MinerClient
-from neurons.rounds import RoundConfig, RoundDeps
-from neurons.server import MinerAppConfig, create_miner_app
-from neurons.taskpool import PoolConfig, replenish
-from neurons.validator_app import MeteredToolLog, create_validator_app
+from neurons.chain.chaintypes import MetagraphSnapshot
+from neurons.chain.signing import make_nonce_store
+from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
+from neurons.miner.app import MinerAppConfig, create_miner_app
+from neurons.validator.app import MeteredToolLog, create_validator_app
+from neurons.validator.miner_client import MinerClient
+from neurons.validator.rounds import RoundConfig, RoundDeps
+from neurons.validator.taskpool import PoolConfig, replenish
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.records import JudgedTrace
 from storage.repository import iter_judged

@@ -20,7 +20,7 @@ from arena.index import SearchIndex
 from arena.tools import ToolContext, tool_schemas
 from arena.toolserver import create_tool_app
 from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, Usage
-from neurons.agents import AgentOutput, AgentRequest, ToolCaller
+from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 
 TOKEN = "episode-token-1"  # for requests whose agent never calls a tool

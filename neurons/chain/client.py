@@ -1,0 +1,310 @@
+"""The chain through the bittensor SDK (the only module importing it): metagraph, weights, serving, signing.
+
+``open_chain`` builds one SDK ``Client`` per process: over websocket RPC for finney, test or a
+``ws://`` URL, or over an in-memory substrate reading the local chain file for ``local``, so
+the SDK's own metagraph decoding, weight pre-flight, quantisation, commit-reveal and result
+handling run in both cases. Every call has a timeout; transport failures are logged, counted
+(``arena_chain_errors_total``) and raised as ``ChainUnavailable``; chain refusals come back
+as a ``Submission``/``WeightSubmission`` with ``success=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import math
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+import bittensor as bt
+from bittensor.intents import ServeAxon, SetWeights
+
+from neurons import metrics
+from neurons.chain.chaintypes import MetagraphSnapshot, Neuron, Submission, WeightRules, WeightSubmission
+from neurons.chain.local.rules import RAO_PER_UNIT, U16_MAX
+from neurons.chain.local.sdk import LocalSdkSubstrate
+from neurons.chain.local.state import LocalChain
+from neurons.chain.wallets import Wallet, hotkey_of, load_wallet
+from neurons.errors import ChainUnavailable, LocalChainError
+from neurons.settings import NeuronSettings
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def _snapshot(graph: bt.Metagraph) -> MetagraphSnapshot:
+    neurons = tuple(
+        Neuron(
+            uid=n.uid,
+            hotkey=n.hotkey,
+            coldkey=n.coldkey,
+            stake=n.total_stake.rao / RAO_PER_UNIT,
+            validator_permit=n.validator_permit,
+            endpoint=f"http://{n.axon}" if n.axon else None,
+            last_update=n.last_update,
+        )
+        for n in graph.neurons
+    )
+    owner = graph.by_hotkey(graph.owner_hotkey)
+    return MetagraphSnapshot(
+        netuid=graph.netuid,
+        block=graph.block,
+        neurons=neurons,
+        owner_hotkey=graph.owner_hotkey,
+        owner_uid=owner.uid if owner is not None else None,
+        taken_at=datetime.now(UTC),
+    )
+
+
+def _code(error: BaseException | None) -> str:
+    code = getattr(error, "code", None)
+    return str(code.value) if code is not None else "invalid_argument"
+
+
+def _included(result: bt.ExtrinsicResult) -> Submission:
+    block = int(result.extrinsic_id.partition("-")[0]) if result.extrinsic_id else None
+    code = None if result.success else _code(result.error or bt.ChainError(result.message))
+    return Submission(success=result.success, message=result.message, block=block, code=code)
+
+
+class BittensorChain:
+    """The ``Chain`` over one SDK client; construct with ``open_chain``. Not shared across processes."""
+
+    def __init__(
+        self,
+        client: bt.Client,
+        wallet: Wallet,
+        netuid: int,
+        *,
+        read_timeout: float = 30.0,
+        write_timeout: float = 120.0,
+        connect: bool = True,
+        wait_for_finalization: bool = False,
+    ) -> None:
+        """Wrap ``client``; with ``connect`` the connection opens on the first call (under its timeout)."""
+        self._client = client
+        self._wallet = wallet
+        self._netuid = netuid
+        self._hotkey = hotkey_of(wallet)
+        self._read_timeout = read_timeout
+        self._write_timeout = write_timeout
+        self._connected = not connect
+        self._finalize = wait_for_finalization
+        self.errors: Counter[str] = Counter()  # failed calls by operation, for health output
+
+    @property
+    def hotkey(self) -> str:
+        """Our hotkey (ss58)."""
+        return self._hotkey
+
+    @property
+    def netuid(self) -> int:
+        """The subnet we work on."""
+        return self._netuid
+
+    @property
+    def wallet(self) -> Wallet:
+        """Our wallet, for signing requests."""
+        return self._wallet
+
+    async def _run(self, call: str, operation: Callable[[], Awaitable[T]], timeout: float) -> T:
+        try:
+            async with asyncio.timeout(timeout):
+                if not self._connected:
+                    await self._client.connect()
+                    self._connected = True
+                return await operation()
+        except TimeoutError as exc:
+            failure = ChainUnavailable(call, "timeout", f"no answer within {timeout:g}s")
+            cause: BaseException = exc
+        except (bt.RpcConnectionError, bt.ConnectionNotReady, OSError) as exc:
+            failure, cause = ChainUnavailable(call, "connection", str(exc) or type(exc).__name__), exc
+        except (LocalChainError, sqlite3.Error) as exc:
+            failure, cause = ChainUnavailable(call, "local", str(exc)), exc
+        except bt.BittensorError as exc:
+            failure, cause = ChainUnavailable(call, "chain", str(exc)), exc
+        self.errors[call] += 1
+        metrics.CHAIN_ERRORS.labels(call=call).inc()
+        logger.warning("chain call failed call=%s kind=%s error=%s", call, failure.kind, failure)
+        raise failure from cause
+
+    async def snapshot(self) -> MetagraphSnapshot:
+        """The metagraph at the head; ``ChainUnavailable`` when unreachable or the subnet is missing."""
+
+        async def read() -> bt.Metagraph:
+            graph = await self._client.subnets.metagraph(self._netuid, commitments=False)
+            if graph is None:
+                raise bt.ChainError(f"subnet {self._netuid} does not exist")
+            return graph
+
+        return _snapshot(await self._run("metagraph", read, self._read_timeout))
+
+    async def block(self) -> int:
+        """The current block."""
+        return await self._run("block", self._client.block, self._read_timeout)
+
+    async def weight_rules(self) -> WeightRules:
+        """The subnet's weight-setting hyperparameters, read at the head."""
+
+        async def read() -> WeightRules:
+            items = (
+                "Tempo",
+                "WeightsSetRateLimit",
+                "WeightsVersionKey",
+                "MinAllowedWeights",
+                "MaxWeightsLimit",
+            )
+            reads = [self._client.query(("SubtensorModule", item), [self._netuid]) for item in items]
+            reveal = self._client.subnets.commit_reveal_enabled(self._netuid)
+            *values, commit_reveal, seconds = await asyncio.gather(*reads, reveal, self._client.block_time())
+            tempo, rate_limit, version, min_weights, max_limit = (int(v or 0) for v in values)
+            return WeightRules(
+                tempo=tempo,
+                weights_rate_limit=rate_limit,
+                weights_version=version,
+                min_allowed_weights=min_weights,
+                max_weight_share=(max_limit or U16_MAX) / U16_MAX,
+                commit_reveal=bool(commit_reveal),
+                block_seconds=float(seconds),
+            )
+
+        return await self._run("weight_rules", read, self._read_timeout)
+
+    async def set_weights(
+        self, uids: Sequence[int], weights: Sequence[float], *, version_key: int
+    ) -> WeightSubmission:
+        """Submit weights through the SDK's ``SetWeights`` intent; a refusal is returned, not raised.
+
+        Raises:
+            ValueError: lengths differ or a weight is negative or not finite (a bug upstream).
+            ChainUnavailable: the chain could not be reached; the outcome is unknown.
+        """
+        if len(uids) != len(weights) or any(not math.isfinite(w) or w < 0 for w in weights):
+            raise ValueError("weights must be finite, non-negative and as many as the uids")
+        asked_uids, asked_weights = tuple(int(u) for u in uids), tuple(float(w) for w in weights)
+
+        def submission(outcome: Submission, reveal_round: int | None = None) -> WeightSubmission:
+            return WeightSubmission(
+                **outcome.model_dump(),
+                uids=asked_uids,
+                weights=asked_weights,
+                version_key=version_key,
+                reveal_round=reveal_round,
+            )
+
+        async def submit() -> WeightSubmission:
+            try:
+                intent = SetWeights(
+                    netuid=self._netuid,
+                    uids=list(asked_uids),
+                    weights=list(asked_weights),
+                    version_key=version_key,
+                )
+                result = await self._client.execute(
+                    intent, self._wallet, wait_for_inclusion=True, wait_for_finalization=self._finalize
+                )
+            except (bt.RpcConnectionError, bt.ConnectionNotReady):
+                raise
+            except bt.BittensorError as exc:  # refused before signing (pre-flight or conform)
+                return submission(Submission(success=False, message=str(exc), code=_code(exc)))
+            return submission(_included(result), result.data.get("reveal_round"))
+
+        outcome = await self._run("set_weights", submit, self._write_timeout)
+        level = logging.INFO if outcome.success else logging.WARNING
+        logger.log(level, "set_weights success=%s block=%s code=%s uids=%d message=%s", outcome.success,
+                   outcome.block, outcome.code, len(outcome.uids), outcome.message)  # fmt: skip
+        return outcome
+
+    async def serve(self, host: str, port: int) -> Submission:
+        """Advertise ``host:port`` (an IP literal) as our axon; a no-op when already served there."""
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return Submission(
+                success=False, message=f"{host!r} is not an IP address", code="invalid_argument"
+            )
+        served = f"[{address}]:{port}" if address.version == 6 else f"{address}:{port}"
+
+        async def submit() -> Submission:
+            graph = await self._client.subnets.metagraph(self._netuid, commitments=False)
+            mine = graph.by_hotkey(self._hotkey) if graph is not None else None
+            if graph is not None and mine is not None and mine.axon == served:
+                return Submission(success=True, message="already served", block=graph.block)
+            try:
+                result = await self._client.execute(
+                    ServeAxon(netuid=self._netuid, ip=str(address), port=port),
+                    self._wallet,
+                    wait_for_finalization=False,
+                )
+            except (bt.RpcConnectionError, bt.ConnectionNotReady):
+                raise
+            except bt.BittensorError as exc:
+                return Submission(success=False, message=str(exc), code=_code(exc))
+            return _included(result)
+
+        submission = await self._run("serve", submit, self._write_timeout)
+        logger.info("serve endpoint=%s success=%s message=%s", served, submission.success, submission.message)
+        return submission
+
+    async def close(self) -> None:
+        """Close the SDK connection."""
+        if self._connected:
+            await self._client.close()
+
+
+def open_chain(
+    network: str,
+    netuid: int,
+    *,
+    wallet_name: str,
+    wallet_hotkey: str,
+    wallet_path: str | Path,
+    local_chain_path: Path | None = None,
+    read_timeout: float = 30.0,
+    write_timeout: float = 120.0,
+    clock: Callable[[], float] = time.time,
+) -> BittensorChain:
+    """The chain for ``network``: ``finney``, ``test``, a ``ws://``/``wss://`` URL, or ``local``.
+
+    Build one per process (in ``main()``) and pass it down; nothing connects until the first call.
+    ``clock`` drives the local chain's blocks (tests pass a fake one).
+
+    Raises:
+        ValueError: unknown network name, or ``local`` without ``local_chain_path``.
+        FileNotFoundError: the wallet's hotkey file is missing.
+        LocalChainError: the local chain file is missing or holds another subnet.
+    """
+    wallet = load_wallet(wallet_name, wallet_hotkey, wallet_path)
+    if network != "local":
+        client = bt.Client(network)
+        return BittensorChain(client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout)
+    if local_chain_path is None:
+        raise ValueError("--network local needs the local chain file (local_chain_path)")
+    local = LocalChain(local_chain_path, clock=clock)
+    if local.config.netuid != netuid:
+        raise LocalChainError(f"{local_chain_path} holds subnet {local.config.netuid}, not {netuid}")
+    # connect=False: Client.connect() would only cache token symbols in the user's home directory.
+    client = bt.Client("local", substrate=LocalSdkSubstrate(local))
+    return BittensorChain(
+        client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout, connect=False
+    )
+
+
+def open_neuron_chain(settings: NeuronSettings) -> BittensorChain:
+    """``open_chain`` for a miner's or validator's settings (nothing connects until the first call)."""
+    return open_chain(
+        settings.network,
+        settings.netuid,
+        wallet_name=settings.wallet_name,
+        wallet_hotkey=settings.wallet_hotkey,
+        wallet_path=settings.wallet_path,
+        local_chain_path=settings.local_chain,
+        read_timeout=settings.chain_read_timeout,
+        write_timeout=settings.chain_write_timeout,
+    )

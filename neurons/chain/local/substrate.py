@@ -1,0 +1,395 @@
+"""An in-memory stand-in for the SDK's chain-access seam, reading and writing the local chain file.
+
+``bittensor.Client(substrate=...)`` accepts any object shaped like its ``Substrate`` protocol:
+reads return plain decoded values (what the websocket transport yields after SCALE decoding),
+writes take a composed call and a signer. This class answers the storage items, runtime API
+and constants the SDK's metagraph read and weight/serving intents ask for, from a
+``LocalChain``; everything above it (metagraph decoding, weight pre-flight, clipping and u16
+quantisation, timelock encryption, signing, result handling) is the SDK's own code.
+
+It does not import bittensor. The few methods whose contract returns SDK types (balances,
+fees, extrinsic results) live in the subclass in ``neurons.chain.local.sdk``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from neurons.chain.local.records import ChainView, NeuronRow, Outcome
+from neurons.chain.local.rules import SUPPORTED_CALLS
+from neurons.chain.local.state import LocalChain
+from neurons.errors import LocalChainError
+
+_StorageRead = Callable[[ChainView, list[Any]], Any]
+
+
+@dataclass(frozen=True)
+class LocalCall:
+    """A composed call: the generated builder's (module, function, params), checked against the chain."""
+
+    module: str
+    function: str
+    params: dict[str, Any]
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The call in the transport's decoded shape (what fee filters and explorers read)."""
+        args = [{"name": name, "value": value} for name, value in self.params.items()]
+        return {"call_module": self.module, "call_function": self.function, "call_args": args}
+
+
+def _neuron(view: ChainView, params: list[Any], index: int = 1) -> NeuronRow | None:
+    key = params[index] if len(params) > index else None
+    if isinstance(key, int):
+        return view.neurons[key] if 0 <= key < len(view.neurons) else None
+    return view.by_hotkey(str(key))
+
+
+def _on_subnet(read: _StorageRead, default: Any = None) -> _StorageRead:
+    # Per-subnet items are keyed by netuid first; other subnets do not exist here.
+    def guarded(view: ChainView, params: list[Any]) -> Any:
+        return read(view, params) if params and int(params[0]) == view.config.netuid else default
+
+    return guarded
+
+
+def _epoch(view: ChainView) -> tuple[int, int]:
+    """(last epoch block, epoch index): an epoch runs every tempo + 1 blocks."""
+    period = view.config.tempo + 1
+    return view.block - view.block % period, view.block // period
+
+
+def _axon(n: NeuronRow) -> dict[str, int]:
+    return {
+        "block": n.axon_block,
+        "version": n.axon_version,
+        "ip": n.axon_ip,
+        "port": n.axon_port,
+        "ip_type": n.axon_ip_type,
+        "protocol": n.axon_protocol,
+        "placeholder1": 0,
+        "placeholder2": 0,
+    }
+
+
+_STORAGE: dict[tuple[str, str], _StorageRead] = {
+    ("SubtensorModule", "NetworksAdded"): _on_subnet(lambda v, p: True, False),
+    ("SubtensorModule", "SubnetworkN"): _on_subnet(lambda v, p: len(v.neurons), 0),
+    ("SubtensorModule", "Uids"): _on_subnet(lambda v, p: getattr(_neuron(v, p), "uid", None)),
+    ("SubtensorModule", "Keys"): _on_subnet(lambda v, p: getattr(_neuron(v, p), "hotkey", None)),
+    ("SubtensorModule", "Axons"): _on_subnet(lambda v, p: _axon(n) if (n := _neuron(v, p)) else None),
+    ("SubtensorModule", "ValidatorPermit"): _on_subnet(
+        lambda v, p: [n.validator_permit for n in v.neurons], []
+    ),
+    ("SubtensorModule", "LastUpdate"): _on_subnet(lambda v, p: [n.last_update for n in v.neurons], []),
+    ("SubtensorModule", "CommitRevealWeightsEnabled"): _on_subnet(lambda v, p: v.config.commit_reveal, False),
+    ("SubtensorModule", "WeightsSetRateLimit"): _on_subnet(lambda v, p: v.config.weights_rate_limit, 0),
+    ("SubtensorModule", "WeightsVersionKey"): _on_subnet(lambda v, p: v.config.weights_version, 0),
+    ("SubtensorModule", "MinAllowedWeights"): _on_subnet(lambda v, p: v.config.min_allowed_weights, 0),
+    ("SubtensorModule", "MaxWeightsLimit"): _on_subnet(lambda v, p: v.config.max_weights_limit, None),
+    ("SubtensorModule", "MaxAllowedUids"): _on_subnet(lambda v, p: v.config.max_uids, 0),
+    ("SubtensorModule", "ServingRateLimit"): _on_subnet(lambda v, p: v.config.serving_rate_limit, 0),
+    ("SubtensorModule", "SubnetEpochConsensus"): _on_subnet(lambda v, p: "Yuma"),
+    ("SubtensorModule", "Tempo"): _on_subnet(lambda v, p: v.config.tempo, 0),
+    ("SubtensorModule", "RevealPeriodEpochs"): _on_subnet(lambda v, p: v.config.reveal_period_epochs, 0),
+    ("SubtensorModule", "LastEpochBlock"): _on_subnet(lambda v, p: _epoch(v)[0], 0),
+    ("SubtensorModule", "SubnetEpochIndex"): _on_subnet(lambda v, p: _epoch(v)[1], 0),
+    ("SubtensorModule", "BlocksSinceLastStep"): _on_subnet(lambda v, p: v.block - _epoch(v)[0], 0),
+    ("SubtensorModule", "PendingEpochAt"): _on_subnet(lambda v, p: 0, 0),
+    ("SubtensorModule", "SubnetOwner"): _on_subnet(lambda v, p: v.config.owner_coldkey),
+    ("SubtensorModule", "SubnetOwnerHotkey"): _on_subnet(lambda v, p: v.config.owner_hotkey),
+    ("Timestamp", "Now"): lambda v, p: round(
+        (v.config.genesis_time + (v.block - 1) * v.config.block_seconds) * 1000
+    ),
+}
+
+
+def _metagraph(view: ChainView) -> dict[str, Any]:
+    """``SubnetInfoRuntimeApi.get_metagraph`` as the transport decodes it (amounts in rao)."""
+    config, neurons, count = view.config, view.neurons, len(view.neurons)
+    last_epoch, _ = _epoch(view)
+    zeros = [0] * count
+    return {
+        "netuid": config.netuid,
+        "name": list(config.name.encode()),
+        "symbol": list(config.symbol.encode()),
+        "identity": None,
+        "network_registered_at": 1,
+        "owner_hotkey": config.owner_hotkey,
+        "owner_coldkey": config.owner_coldkey,
+        "block": view.block,
+        "tempo": config.tempo,
+        "last_step": last_epoch,
+        "blocks_since_last_step": view.block - last_epoch,
+        "num_uids": count,
+        "max_uids": config.max_uids,
+        "hotkeys": [n.hotkey for n in neurons],
+        "coldkeys": [n.coldkey for n in neurons],
+        "identities": [None] * count,
+        "axons": [_axon(n) for n in neurons],
+        "active": [True] * count,
+        "validator_permit": [n.validator_permit for n in neurons],
+        "last_update": [n.last_update for n in neurons],
+        "block_at_registration": [n.registered_at for n in neurons],
+        "alpha_stake": [n.stake_rao for n in neurons],
+        "tao_stake": zeros,
+        "total_stake": [n.stake_rao for n in neurons],
+        # Consensus outputs: the local chain runs no Yuma epoch, so these stay zero.
+        **{
+            key: zeros
+            for key in ("rank", "trust", "consensus", "incentives", "dividends", "pruning_score", "emission")
+        },
+        "tao_in": 0,
+        "alpha_in": 0,
+        "moving_price": {"bits": 0},
+    }
+
+
+def _unsupported(what: str) -> LocalChainError:
+    return LocalChainError(f"{what} is not supported by the local chain")
+
+
+class LocalSubstrate:
+    """The read side and call composition of the SDK's ``Substrate`` seam over a ``LocalChain``."""
+
+    def __init__(self, chain: LocalChain) -> None:
+        """Serve ``chain``'s state; blocking file access runs in worker threads."""
+        self.chain = chain
+        self.token_symbols: dict[int, str] = {}
+
+    async def _view(self) -> ChainView:
+        return await asyncio.to_thread(self.chain.view)
+
+    def block_hash_of(self, block: int) -> str:
+        """Deterministic hash of ``block`` that also carries its number (last 8 bytes)."""
+        seed = f"{self.chain.config.genesis_time}:{block}".encode()
+        return "0x" + hashlib.sha256(seed).hexdigest()[:48] + f"{block:016x}"
+
+    # Lifecycle ------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Check the chain file is readable (idempotent)."""
+        await asyncio.to_thread(lambda: self.chain.config)
+        self.token_symbols = {self.chain.config.netuid: self.chain.config.symbol}
+
+    async def close(self) -> None:
+        """Nothing to release: every access opens and closes the file."""
+
+    # Reads ----------------------------------------------------------------------
+    async def block_hash(self, block: int | None = None) -> str:
+        """Hash of ``block`` (default: the head)."""
+        return self.block_hash_of(await self.block_number() if block is None else block)
+
+    async def block_number(self) -> int:
+        """The current block, derived from wall time."""
+        return await asyncio.to_thread(self.chain.block)
+
+    async def finalized_block_number(self) -> int:
+        """Local blocks are final when made."""
+        return await self.block_number()
+
+    async def block_time(self) -> float:
+        """Seconds per block, as configured."""
+        return await asyncio.to_thread(lambda: self.chain.config.block_seconds)
+
+    async def spec_version(self) -> int:
+        """A fixed runtime version."""
+        return 1
+
+    async def get_block(
+        self, block_number: int | None = None, block_hash: str | None = None
+    ) -> dict[str, Any] | None:
+        """A header (no extrinsic bodies are kept per block)."""
+        number = int(block_hash[-16:], 16) if block_hash else block_number
+        return self._block(await self.block_number() if number is None else number)
+
+    def _block(self, number: int) -> dict[str, Any]:
+        header = {
+            "number": number,
+            "hash": self.block_hash_of(number),
+            "parentHash": self.block_hash_of(number - 1),
+        }
+        return {"header": header, "extrinsics": []}
+
+    async def query(
+        self,
+        module: str,
+        storage_function: str,
+        params: list[Any] | None = None,
+        block_hash: str | None = None,
+    ) -> Any:
+        """One storage item, decoded. State is the head's: the local chain keeps no history."""
+        read = _STORAGE.get((module, storage_function))
+        if read is None:
+            raise _unsupported(f"storage {module}.{storage_function}")
+        return read(await self._view(), list(params or []))
+
+    async def map_has_entries(
+        self, module: str, storage_function: str, params: list[Any], block_hash: str | None = None
+    ) -> bool:
+        """Whether a storage map has any entry under ``params``."""
+        return bool(await self.query_map(module, storage_function, params, block_hash))
+
+    async def query_map(
+        self,
+        module: str,
+        storage_function: str,
+        params: list[Any] | None = None,
+        block_hash: str | None = None,
+    ) -> list[tuple[Any, Any]]:
+        """A storage map as (key, value) pairs: weights, uids, and (empty) commitments."""
+        item, args = (module, storage_function), list(params or [])
+        view = await self._view()
+        on_subnet = bool(args) and int(args[0]) == view.config.netuid
+        if item == ("SubtensorModule", "Weights"):
+            weights = await asyncio.to_thread(self.chain.weights) if on_subnet else {}
+            return sorted(weights.items())
+        if item == ("SubtensorModule", "Uids"):
+            return [(n.hotkey, n.uid) for n in view.neurons] if on_subnet else []
+        if item == ("SubtensorModule", "TokenSymbol"):
+            return [(view.config.netuid, list(view.config.symbol.encode()))]
+        if module == "Commitments":
+            return []
+        raise _unsupported(f"storage map {module}.{storage_function}")
+
+    async def query_batch(
+        self, module: str, storage_function: str, param_sets: list[list[Any]], block_hash: str | None = None
+    ) -> list[Any]:
+        """One storage map for many keys."""
+        return [await self.query(module, storage_function, params, block_hash) for params in param_sets]
+
+    async def runtime_call(
+        self, api: str, method: str, params: list[Any], block_hash: str | None = None
+    ) -> Any:
+        """The runtime APIs the SDK's metagraph read uses."""
+        if (api, method) != ("SubnetInfoRuntimeApi", "get_metagraph"):
+            raise _unsupported(f"runtime API {api}.{method}")
+        view = await self._view()
+        if not params or int(params[0]) != view.config.netuid:
+            return None
+        if block_hash is not None:
+            view = ChainView(view.config, int(block_hash[-16:], 16), view.neurons)
+        return _metagraph(view)
+
+    async def constant(self, module: str, name: str) -> Any:
+        """Pallet constants: the block time."""
+        if (module, name) == ("Aura", "SlotDuration"):
+            return round(await self.block_time() * 1000)
+        raise _unsupported(f"constant {module}.{name}")
+
+    async def decode_scale(self, type_string: str, data: Any) -> Any:
+        """Calls here are not SCALE-encoded."""
+        raise _unsupported("SCALE decoding")
+
+    async def blocks(self, *, finalized: bool = False) -> AsyncIterator[dict[str, Any]]:
+        """New block headers as wall time produces them."""
+        last = await self.block_number()
+        while True:
+            await asyncio.sleep(await self.block_time() / 4)
+            number = await self.block_number()
+            if number > last:
+                last = number
+                yield self._block(number)
+
+    async def events(self, block_hash: str | None = None) -> list[dict[str, Any]]:
+        """Per-block events are not kept; results carry their own."""
+        return []
+
+    # Calls ----------------------------------------------------------------------
+    async def compose(self, call: Any) -> LocalCall:
+        """Check a generated ``(module, function, params)`` call against what the chain models."""
+        module, function, params = call
+        if (module, function) not in SUPPORTED_CALLS:
+            raise _unsupported(f"call {module}.{function}")
+        return LocalCall(module, function, dict(params))
+
+    async def estimate_weight(self, call: Any, keypair: Any) -> dict[str, Any]:
+        """Dispatch weight is not metered locally."""
+        return {"ref_time": 0, "proof_size": 0}
+
+    async def account_next_index(self, address: str) -> int:
+        """The account's nonce: how many extrinsics it has sent."""
+        return await asyncio.to_thread(self.chain.extrinsic_count, address)
+
+    async def mev_next_key(self) -> bytes | None:
+        """No MEV shield on the local chain."""
+        return None
+
+    async def sign_extrinsic(self, call: Any, keypair: Any, *, nonce: int, period: int) -> tuple[bytes, str]:
+        """Raw extrinsic bytes exist only on a real chain."""
+        raise _unsupported("raw extrinsic signing")
+
+    def multisig_account(self, signatories: list[str], threshold: int) -> Any:
+        """Multisig is not modelled."""
+        raise _unsupported("multisig")
+
+    def signing_payload(self, call: LocalCall, signer: str, nonce: int) -> bytes:
+        """The bytes a signer signs for ``call``: canonical JSON of call, signer, nonce, genesis."""
+        body = {
+            "call": call.value,
+            "signer": signer,
+            "nonce": nonce,
+            "genesis": self.chain.config.genesis_time,
+        }
+        return json.dumps(body, sort_keys=True, default=lambda b: "0x" + bytes(b).hex()).encode()
+
+    async def dispatch(self, call: LocalCall, signer: str) -> Outcome:
+        """Apply a signed call to the chain file."""
+        return await asyncio.to_thread(self.chain.dispatch, signer, call.module, call.function, call.params)
+
+    # Write paths the local chain does not model (they exist for hardware and multisig signers).
+    async def find_extrinsic(self, extrinsic_hash: str, block_hash: str) -> Any:
+        """Not modelled."""
+        raise _unsupported("extrinsic lookup")
+
+    async def prepare(
+        self,
+        call: Any,
+        *,
+        address: str,
+        crypto_type: int = 1,
+        nonce: int | None = None,
+        period: int | None = None,
+        tip: int = 0,
+        metadata_hash: bytes | None = None,
+    ) -> Any:
+        """Not modelled."""
+        raise _unsupported("out-of-process signing")
+
+    async def submit_signature(
+        self,
+        unsigned: Any,
+        signature: bytes | str,
+        *,
+        wait_for_inclusion: bool = True,
+        wait_for_finalization: bool = True,
+    ) -> Any:
+        """Not modelled."""
+        raise _unsupported("out-of-process signing")
+
+    async def submit_signed(
+        self,
+        extrinsic: Any,
+        keypair: Any,
+        *,
+        wait_for_inclusion: bool = True,
+        wait_for_finalization: bool = True,
+    ) -> Any:
+        """Not modelled."""
+        raise _unsupported("pre-signed extrinsics")
+
+    async def submit_multisig(
+        self,
+        call: Any,
+        keypair: Any,
+        multisig_account: Any,
+        *,
+        wait_for_inclusion: bool = True,
+        wait_for_finalization: bool = True,
+    ) -> Any:
+        """Not modelled."""
+        raise _unsupported("multisig")

@@ -1,0 +1,157 @@
+"""The miner process: settings, logging, the chain, its endpoint served on chain, and uvicorn running the app.
+
+Run it as ``arena miner`` (see ``neurons/cli/miner.py``) or ``python -m neurons.miner.process`` (settings
+from ``ARENA_*`` variables only). With several workers, uvicorn starts each one through
+``worker_app`` (an app factory), which rebuilds the same settings from the parent's resolved copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import tempfile
+from importlib.metadata import version as package_version
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from pydantic import ValidationError
+
+from neurons import metrics
+from neurons.chain.client import open_neuron_chain
+from neurons.chain.signing import make_nonce_store
+from neurons.errors import ChainUnavailable, LocalChainError
+from neurons.logs import setup_logging
+from neurons.miner.agents.contract import AgentError
+from neurons.miner.agents.loading import load_agent
+from neurons.miner.app import MinerAppConfig, create_miner_app
+from neurons.miner.settings import MinerSettings
+from neurons.protocol import PROTOCOL_VERSION
+
+logger = logging.getLogger(__name__)
+
+WORKER_SETTINGS_ENV = "ARENA_MINER_WORKER_SETTINGS"  # the parent's resolved settings, for workers
+
+
+def app_config(settings: MinerSettings) -> MinerAppConfig:
+    """The app's admission rules and bounds, from the settings."""
+    return MinerAppConfig(
+        min_stake=settings.min_stake,
+        auth_max_age=settings.auth_max_age,
+        metagraph_ttl=settings.metagraph_ttl,
+        max_request_bytes=settings.max_request_bytes,
+        max_request_depth=settings.max_request_depth,
+        max_concurrent_tasks=settings.max_concurrent_tasks,
+        deadline_margin=settings.deadline_margin,
+        max_steps=settings.max_steps,
+    )
+
+
+def build_app(settings: MinerSettings) -> FastAPI:
+    """The miner app for ``settings``: its own chain client, agent and replay store.
+
+    Raises:
+        AgentError: the agent spec cannot be loaded.
+        FileNotFoundError: the wallet's hotkey is missing.
+        LocalChainError: the local chain file is missing or of another subnet.
+    """
+    metrics.BUILD_INFO.labels(package_version("shopping-arena"), "miner", str(PROTOCOL_VERSION)).set(1)
+    chain = open_neuron_chain(settings)
+    agent = load_agent(settings.agent, **settings.agent_options())
+    # The store must remember nonces at least as long as they are fresh (max_age + 2 s of skew).
+    nonce_store = make_nonce_store(settings.nonce_db, retention=max(60.0, settings.auth_max_age + 5.0))
+    return create_miner_app(
+        wallet=chain.wallet,
+        agent=agent,
+        metagraph=chain.snapshot,
+        nonce_store=nonce_store,
+        config=app_config(settings),
+        on_shutdown=chain.close,
+    )
+
+
+def worker_app() -> FastAPI:
+    """Uvicorn app factory for worker processes: settings from the parent, then ``build_app``."""
+    settings = MinerSettings.model_validate(json.loads(os.environ[WORKER_SETTINGS_ENV]))
+    setup_logging(settings.log_level)
+    return build_app(settings)
+
+
+async def serve_endpoint(settings: MinerSettings) -> None:
+    """Advertise ``advertised_ip():port`` on chain (a no-op when already served there).
+
+    Raises:
+        RuntimeError: the chain refused (e.g. the hotkey is not registered).
+        ChainUnavailable: the chain could not be reached.
+    """
+    ip = settings.advertised_ip()
+    if ip is None:  # refused by MinerSettings validation already
+        raise RuntimeError("no IP to advertise")
+    chain = open_neuron_chain(settings)
+    try:
+        submission = await chain.serve(ip, settings.port)
+    finally:
+        await chain.close()
+    if not submission.success:
+        raise RuntimeError(f"serving {ip}:{settings.port} refused: {submission.code} {submission.message}")
+    logger.info("endpoint_served ip=%s port=%d block=%s", ip, settings.port, submission.block)
+
+
+def _prepare_workers(settings: MinerSettings) -> MinerSettings:
+    """Give several workers a shared replay store and metrics directory, and their settings."""
+    if settings.nonce_db is None:
+        path = Path(tempfile.gettempdir()) / f"arena-miner-{settings.port}-nonces.db"
+        settings = settings.model_copy(update={"nonce_db": path})
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="arena-miner-metrics-")
+    os.environ[WORKER_SETTINGS_ENV] = json.dumps(settings.revealed())
+    return settings
+
+
+def run(settings: MinerSettings) -> None:
+    """Serve the endpoint on chain, then run uvicorn until stopped (blocks)."""
+    if settings.serve_on_chain:
+        asyncio.run(serve_endpoint(settings))
+    options: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": None}
+    logger.info(
+        "miner_start network=%s netuid=%d port=%d workers=%d agent=%s",
+        settings.network,
+        settings.netuid,
+        settings.port,
+        settings.workers,
+        settings.agent,
+    )
+    if settings.workers == 1:
+        uvicorn.run(build_app(settings), **options)
+        return
+    settings = _prepare_workers(settings)
+    uvicorn.run("neurons.miner.process:worker_app", factory=True, workers=settings.workers, **options)
+
+
+def main(overrides: dict[str, Any] | None = None) -> None:
+    """Run the miner: settings (``ARENA_*`` variables, then ``overrides``), logging, chain, HTTP.
+
+    Exits 2 on invalid settings or agent spec, 1 when the chain refuses or cannot be reached.
+    """
+    try:
+        settings = MinerSettings(**(overrides or {}))
+    except ValidationError as exc:
+        print(f"error: invalid miner settings:\n{exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    setup_logging(settings.log_level)
+    try:
+        run(settings)
+    except (AgentError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (ChainUnavailable, LocalChainError, RuntimeError) as exc:
+        logger.error("miner_stopped error=%s", exc)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

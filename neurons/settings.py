@@ -1,0 +1,77 @@
+"""Settings every neuron shares (pydantic-settings, env prefix ``ARENA_``): network, subnet, wallet, logs.
+
+The role packages build on this: ``neurons.miner.settings`` and ``neurons.validator.settings``.
+Environment variables and ``.env`` are read only through these classes, once, in each
+process's ``main()`` (CLI flags passed as keyword overrides win over the environment).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+NETWORKS = ("finney", "test", "local")
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+# Values people leave in templates; refused for every secret so a half-configured node stops.
+_PLACEHOLDERS = frozenset({"changeme", "change-me", "changethis", "secret", "xxx", "todo", "your-api-key"})
+
+
+def _placeholder(secret: str) -> bool:
+    text = secret.strip().lower()
+    return text in _PLACEHOLDERS or text.startswith(("replace", "changeme", "change-me"))
+
+
+class NeuronSettings(BaseSettings):
+    """What every neuron needs: the network, the subnet, its wallet and logging."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ARENA_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",  # one .env may hold the validator's and the miner's variables
+        validate_default=True,
+    )
+
+    network: str = "finney"
+    netuid: int = Field(ge=0, le=65535)
+    wallet_name: str = "default"
+    wallet_hotkey: str = "default"
+    wallet_path: Path = Path("~/.bittensor/wallets")
+    local_chain: Path | None = None  # the local chain file, for network "local" only
+    chain_read_timeout: float = Field(default=30.0, gt=0)
+    chain_write_timeout: float = Field(default=120.0, gt=0)
+    log_level: LogLevel = "INFO"
+
+    @field_validator("network")
+    @classmethod
+    def _known_network(cls, value: str) -> str:
+        if value in NETWORKS or value.startswith(("ws://", "wss://")):
+            return value
+        raise ValueError(f"network must be one of {', '.join(NETWORKS)} or a ws:// / wss:// URL")
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _check_common(self) -> NeuronSettings:
+        if self.network == "local" and self.local_chain is None:
+            raise ValueError("network 'local' needs the local chain file (ARENA_LOCAL_CHAIN / --local-chain)")
+        for name, value in self:
+            if isinstance(value, SecretStr) and _placeholder(value.get_secret_value()):
+                raise ValueError(f"{name} is a placeholder; set a real value")
+        return self
+
+    def revealed(self) -> dict[str, Any]:
+        """Every field as JSON-able values, secrets included (to hand settings to worker processes)."""
+        out = json.loads(self.model_dump_json())
+        for name, value in self:
+            if isinstance(value, SecretStr):
+                out[name] = value.get_secret_value()
+        return dict(out)

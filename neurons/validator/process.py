@@ -1,0 +1,399 @@
+"""The validator process: its components, its jobs, and ``main()`` (run as ``arena validator``).
+
+``main()`` reads the settings once, sets up logging, opens the chain, the database (migrated
+only when asked, or for the embedded SQLite default; otherwise the schema must already be at
+head), the search index (built from the catalog on first start) and the episode registry, and
+serves one HTTP app (tool server, /health, /metrics) with uvicorn. The scheduler runs in the
+same event loop: metagraph sync, round, weights, task rotation and the periodic export (the
+curation funnel, ``curation_exporter``; ``serve`` without an exporter schedules none). One
+process, one worker: the episode registry lives in memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from pydantic import ValidationError
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.episode import EpisodeRegistry, EpisodeTokens
+from arena.index import SearchIndex
+from arena.tools import ToolContext
+from arena.toolserver import create_tool_router
+from judging.judge import JudgeConfig
+from judging.reasoning import OpenAICompleter
+from neurons import metrics
+from neurons.chain.chaintypes import MetagraphSnapshot
+from neurons.chain.client import BittensorChain, open_neuron_chain
+from neurons.errors import ChainUnavailable, LocalChainError
+from neurons.logs import setup_logging
+from neurons.protocol import PROTOCOL_VERSION
+from neurons.validator.app import MeteredToolLog, create_validator_app
+from neurons.validator.miner_client import ClientLimits, MinerClient
+from neurons.validator.rounds import (
+    RoundConfig,
+    RoundDeps,
+    RoundSummary,
+    next_round_id,
+    recover_round,
+    run_round,
+)
+from neurons.validator.scheduler import Job, Scheduler, run_job
+from neurons.validator.settings import ValidatorSettings
+from neurons.validator.startup import (
+    StartupError,
+    derive,
+    init_metrics,
+    load_secret,
+    open_database,
+    open_search_index,
+)
+from neurons.validator.taskpool import PoolConfig, ReplenishReport, replenish
+from neurons.validator.weights import WeightsOutcome, weights_pass
+from storage import repository
+from storage.db import in_session, make_sessionmaker
+from storage.errors import StorageError
+from storage.export import curate_and_export
+
+logger = logging.getLogger(__name__)
+
+Exporter = Callable[[Session, Path], Mapping[str, Any]]
+"""The periodic export: curate and export judged traces into a directory (``curation_exporter``)."""
+
+
+def curation_exporter(settings: ValidatorSettings) -> Exporter:
+    """The export job's exporter: the curation funnel with its defaults (``storage.export``).
+
+    Each run rewrites the export directory from the whole database (SFT, KTO, DPO and GRPO
+    files, funnel, manifest, dataset card); the card names the database without its password.
+    """
+    source = make_url(settings.database_url()).render_as_string(hide_password=True)
+
+    def export(session: Session, out_dir: Path) -> Mapping[str, Any]:
+        return curate_and_export(session, out_dir, source=source)
+
+    return export
+
+
+# ---------------------------------------------------------------------------- the validator
+
+
+@dataclass
+class Validator:
+    """The validator's components and its jobs (build with ``open_validator``; ``aclose`` when done)."""
+
+    settings: ValidatorSettings
+    chain: BittensorChain
+    engine: Engine
+    sessions: sessionmaker[Session]
+    index: SearchIndex
+    registry: EpisodeRegistry
+    client: MinerClient
+    completer: OpenAICompleter | None
+    secret: bytes
+    exporter: Exporter | None = None
+    snapshot: MetagraphSnapshot | None = None
+    last_round: RoundSummary | None = None
+    last_weights: WeightsOutcome | None = None
+    tasks_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def hotkey(self) -> str:
+        """Our hotkey."""
+        return self.chain.hotkey
+
+    def round_config(self) -> RoundConfig:
+        """The round settings."""
+        s = self.settings
+        return RoundConfig(
+            tool_server_url=s.tool_server_url() or "",
+            tasks_per_round=s.tasks_per_round,
+            miners_per_round=s.miners_per_round,
+            max_tool_calls=s.max_tool_calls,
+            episode_seconds=s.episode_seconds,
+            max_response_bytes=s.max_response_bytes,
+            query_concurrency=s.query_concurrency,
+            judge_concurrency=s.judge.concurrency,
+            toolset=s.toolset,
+        )
+
+    def round_deps(self) -> RoundDeps:
+        """The components a round uses."""
+        s = self.settings
+        return RoundDeps(
+            sessions=self.sessions,
+            registry=self.registry,
+            client=self.client,
+            products=self.index.products,
+            completer=self.completer,
+            judge_config=JudgeConfig(
+                toolset=s.toolset,
+                judge_retries=s.judge.retries,
+                judge_timeout_s=s.judge.timeout,
+                catalog_version=self.index.catalog_version,
+            ),
+            draw_secret=derive(self.secret, "rounds"),
+            validator_hotkey=self.hotkey,
+        )
+
+    async def sync_metagraph(self) -> MetagraphSnapshot:
+        """Take a metagraph snapshot and export its block and time."""
+        snapshot = await self.chain.snapshot()
+        self.snapshot = snapshot
+        metrics.CHAIN_BLOCK.set(snapshot.block)
+        metrics.METAGRAPH_SYNC_TIMESTAMP.set(time.time())
+        logger.debug("metagraph_synced block=%d neurons=%d", snapshot.block, len(snapshot.neurons))
+        return snapshot
+
+    async def rotate_tasks(self) -> ReplenishReport:
+        """Refill the held-out pool if it runs low (rounds wait while this runs)."""
+        s = self.settings
+        config = PoolConfig(
+            min_held_out=s.min_held_out,
+            batch=s.task_batch,
+            practice_share=s.practice_share,
+            never_touch_share=s.never_touch_share,
+            intents=s.task_intents,
+            findable=s.task_findable,
+        )
+        async with self.tasks_lock:
+            secret = derive(self.secret, "tasks")
+            return await asyncio.to_thread(
+                in_session, self.sessions, replenish, self.index, secret=secret, config=config
+            )
+
+    async def round(self) -> RoundSummary:
+        """Close a round a crash left open, then run the next one on a fresh metagraph snapshot."""
+        snapshot = await self.sync_metagraph()
+        async with self.tasks_lock:
+            round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
+            summary = await run_round(self.round_deps(), self.round_config(), snapshot, round_id=round_id)
+        self.last_round = summary
+        return summary
+
+    async def weights(self) -> WeightsOutcome:
+        """One weights pass (submits only when due)."""
+        self.last_weights = await weights_pass(
+            self.chain, self.sessions, self.settings.policy, min_blocks=self.settings.weights_min_blocks
+        )
+        return self.last_weights
+
+    async def export(self) -> Mapping[str, Any]:
+        """Run the exporter into the export directory (a no-op without one)."""
+        if self.exporter is None:
+            return {}
+        out = self.settings.export_path()
+        out.mkdir(parents=True, exist_ok=True)
+        return await asyncio.to_thread(in_session, self.sessions, self.exporter, out)
+
+    def jobs(self) -> list[Job]:
+        """The periodic jobs, in start order: rotation and metagraph at once, the round just after."""
+        s = self.settings
+        jobs = [
+            Job("rotate_tasks", s.rotation_interval, self.rotate_tasks),
+            Job("metagraph", s.metagraph_interval, self.sync_metagraph),
+            Job("round", s.round_interval, self.round, first_delay=1.0, attempts=1),
+            Job("weights", s.weights_interval, self.weights, first_delay=min(s.weights_interval, 60.0)),
+        ]
+        if self.exporter is not None:
+            jobs.append(Job("export", s.export_interval, self.export, first_delay=s.export_interval))
+        return jobs
+
+    def health(self) -> dict[str, Any]:
+        """The /health document."""
+        return {
+            "status": "ok",
+            "role": "validator",
+            "hotkey": self.hotkey,
+            "netuid": self.settings.netuid,
+            "protocol_version": PROTOCOL_VERSION,
+            "toolset": self.settings.toolset,
+            "catalog_version": self.index.catalog_version,
+            "metagraph_block": self.snapshot.block if self.snapshot else None,
+            "last_round": self.last_round.round_id if self.last_round else None,
+        }
+
+    def report(self, failed: list[str]) -> dict[str, Any]:
+        """What the last round and weights pass did, as JSON-able data (``arena validator --once --json``)."""
+        summary, weights = self.last_round, self.last_weights
+        submission = weights.submission if weights else None
+        return {
+            "hotkey": self.hotkey,
+            "failed": failed,
+            "round": {"round_id": summary.round_id, **summary.stats()} if summary else None,
+            "weights": {
+                "result": weights.result,
+                "block": weights.block,
+                "uids": list(weights.plan.uids) if weights.plan else [],
+                "weights": list(weights.plan.weights) if weights.plan else [],
+                "success": submission.success if submission else None,
+                "message": submission.message if submission else None,
+            }
+            if weights
+            else None,
+        }
+
+    async def aclose(self) -> None:
+        """Close the clients, the chain, the index and the engine."""
+        await self.client.aclose()
+        if self.completer is not None:
+            await self.completer.aclose()
+        await self.chain.close()
+        self.index.close()
+        self.engine.dispose()
+
+
+def _recover_and_next(session: Session) -> int:
+    recover_round(session)
+    return next_round_id(session)
+
+
+def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = None) -> Validator:
+    """Build every component from the settings (call inside the event loop that will run it).
+
+    Raises:
+        StartupError: missing index or schema not at head; FileNotFoundError: no hotkey file;
+        LocalChainError: the local chain file is missing or of another subnet.
+    """
+    settings.data_path().mkdir(parents=True, exist_ok=True, mode=0o700)
+    secret = load_secret(settings)
+    chain = open_neuron_chain(settings)
+    index = open_search_index(settings)
+    engine = open_database(settings)
+    with make_sessionmaker(engine)() as session:
+        last = repository.last_successful_weights(session)
+    metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(last.block if last is not None and last.block else 0)
+    judge = settings.judge
+    completer = (
+        OpenAICompleter(
+            judge.base_url,
+            judge.model or "",
+            api_key=judge.api_key.get_secret_value(),
+            timeout_s=judge.timeout,
+            response_format=judge.response_format,
+        )
+        if judge.base_url
+        else None
+    )
+    # Tokens outlive the episode budget by a little: long enough for a clear "budget spent".
+    registry = EpisodeRegistry(EpisodeTokens(derive(secret, "tokens")), MeteredToolLog(), token_grace_s=60.0)
+    return Validator(
+        settings=settings,
+        chain=chain,
+        engine=engine,
+        sessions=make_sessionmaker(engine),
+        index=index,
+        registry=registry,
+        client=MinerClient(chain.wallet, limits=ClientLimits(max_concurrency=settings.query_concurrency)),
+        completer=completer,
+        secret=secret,
+        exporter=exporter,
+    )
+
+
+# ---------------------------------------------------------------------------- running it
+
+
+async def run_once(validator: Validator) -> dict[str, Any]:
+    """One pass of the jobs, in order (rotation, round, weights, export), through the job wrapper.
+
+    Returns:
+        ``Validator.report`` with ``failed``: the jobs that raised.
+    """
+    failed = [job.name for job in validator.jobs() if job.name != "metagraph" and not await run_job(job)]
+    return validator.report(failed)
+
+
+async def serve(
+    settings: ValidatorSettings, *, once: bool = False, exporter: Exporter | None = None
+) -> dict[str, Any] | None:
+    """Run the validator's app until stopped; with ``once``, one pass of the jobs then stop.
+
+    The HTTP app serves in both cases: miners' agents call its tool server during rounds.
+    """
+    validator = open_validator(settings, exporter=exporter)
+    init_metrics()
+    scheduler = Scheduler(validator.jobs())
+
+    async def startup() -> None:
+        if not once:
+            scheduler.start()
+
+    app = create_validator_app(
+        tool_router=create_tool_router(validator.registry, ToolContext(validator.index, settings.toolset)),
+        health=validator.health,
+        on_startup=startup,
+        on_shutdown=scheduler.stop,
+    )
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    logger.info(
+        "validator_start network=%s netuid=%d port=%d hotkey=%s toolserver=%s once=%s",
+        settings.network,
+        settings.netuid,
+        settings.port,
+        validator.hotkey,
+        settings.tool_server_url(),
+        once,
+    )
+    try:
+        if not once:
+            await server.serve()
+            return None
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                serving.result()
+                raise StartupError(f"the HTTP server did not start on {settings.host}:{settings.port}")
+            await asyncio.sleep(0.05)
+        try:
+            return await run_once(validator)
+        finally:
+            server.should_exit = True
+            await serving
+    finally:
+        await validator.aclose()
+
+
+def main(overrides: dict[str, Any] | None = None, *, once: bool = False, json_output: bool = False) -> None:
+    """Run the validator: settings (``ARENA_*`` variables and ``.env``, then ``overrides``), logging, serve.
+
+    Exits 2 on invalid settings or a missing wallet, index or schema; 1 when the chain or the
+    database cannot be reached at start, or (with ``once``) when a job failed.
+    """
+    try:
+        settings = ValidatorSettings(**(overrides or {}))
+    except ValidationError as exc:
+        print(f"error: invalid validator settings:\n{exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    setup_logging(settings.log_level)
+    try:
+        outcome = asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
+    except (StartupError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (ChainUnavailable, LocalChainError, StorageError) as exc:
+        logger.error("validator_stopped error=%s", exc)
+        raise SystemExit(1) from None
+    if outcome is not None:
+        if json_output:
+            print(json.dumps(outcome, sort_keys=True))
+        if outcome["failed"]:
+            raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+"""One validator round (``run_round``): pick miners, burn held-out tasks, query, judge, store.
+
+The order matters for restarts. Tasks are drawn, the round is recorded with their ids, and the
+tasks are marked served and retired (with their pool groups) *before* any is sent, so a crash
+can never let a task be served twice. Each episode is judged and stored in one transaction as
+soon as its reply arrives, so a crash loses no judged trace; an episode still in flight at a
+crash is dropped (never judged, never scored: our fault, not the miner's), and the next start
+closes the interrupted round (``recover_round``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.episode import Budgets, EpisodeRegistry
+from arena.errors import EpisodeError
+from arena.rotation import round_key
+from arena.tools import tool_schemas
+from arena.types import Task
+from judging.judge import JudgeConfig, judge, judge_unanswered
+from judging.outcome import ProductLookup
+from judging.reasoning import Completer
+from judging.types import Judgment
+from neurons import metrics
+from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
+from neurons.errors import DeadlinePassed
+from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
+from neurons.validator.backoff import retry
+from neurons.validator.miner_client import MinerReply
+from neurons.validator.taskpool import burn, open_and_burn
+from storage import repository
+from storage.db import in_session
+from storage.records import EpisodeRecord, RoundRecord
+
+logger = logging.getLogger(__name__)
+
+RoundResult = Literal["ok", "partial", "no_miners", "no_tasks"]
+
+
+class Querier(Protocol):
+    """What a round needs of ``neurons.validator.miner_client.MinerClient``."""
+
+    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
+        """Send one signed task; miner faults come back as data, our overload as ``DeadlinePassed``."""
+        ...
+
+
+@dataclass(frozen=True)
+class RoundConfig:
+    """What one round does: how many tasks and miners, the episode budgets, where tools live."""
+
+    tool_server_url: str
+    tasks_per_round: int = 4
+    miners_per_round: int = 64  # 0: every serving miner
+    max_tool_calls: int = 30
+    episode_seconds: float = 180.0
+    max_response_bytes: int = 4 * 1024 * 1024
+    query_concurrency: int = 64  # episodes in flight at once (each holds a connection)
+    judge_concurrency: int = 8  # LLM judge calls at once
+    toolset: str = "sb-1"
+
+
+@dataclass
+class RoundDeps:
+    """The components a round uses (built once per process by ``neurons.validator.process``)."""
+
+    sessions: sessionmaker[Session]
+    registry: EpisodeRegistry
+    client: Querier
+    products: ProductLookup
+    completer: Completer | None
+    judge_config: JudgeConfig
+    draw_secret: bytes  # keys the task draw and the miner sample of each round
+    validator_hotkey: str
+
+
+@dataclass
+class RoundSummary:
+    """What a round did; also the ``stats`` stored when the round is closed."""
+
+    round_id: int | None
+    result: RoundResult
+    miners: int = 0
+    tasks: int = 0
+    stored: int = 0  # episodes judged and stored
+    not_sent: int = 0  # our overload: never sent, never judged
+    failed: int = 0  # our faults while judging or storing (logged with traceback)
+    ends: dict[str, int] = field(default_factory=dict)
+    successes: int = 0
+    seconds: float = 0.0
+
+    def stats(self) -> dict[str, Any]:
+        """The JSON-able summary stored with the round."""
+        return {
+            "result": self.result,
+            "miners": self.miners,
+            "tasks": self.tasks,
+            "stored": self.stored,
+            "not_sent": self.not_sent,
+            "failed": self.failed,
+            "ends": dict(sorted(self.ends.items())),
+            "successes": self.successes,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def pick_miners(snapshot: MetagraphSnapshot, *, self_hotkey: str, n: int, key: bytes) -> list[Neuron]:
+    """Choose the miners a round queries: serving, registered, neither us nor the subnet owner.
+
+    With more eligible miners than ``n``, a uniform sample keyed by the round: miners are ordered
+    by ``HMAC(key, hotkey)`` and the first ``n`` taken, so the choice is reproducible by the
+    operator and unpredictable to miners. Returned in uid order.
+    """
+    eligible = [
+        neuron
+        for neuron in snapshot.neurons
+        if neuron.endpoint and neuron.hotkey != self_hotkey and neuron.uid != snapshot.owner_uid
+    ]
+    if 0 < n < len(eligible):
+        eligible.sort(key=lambda m: hmac.new(key, m.hotkey.encode(), hashlib.sha256).digest())
+        eligible = eligible[:n]
+    return sorted(eligible, key=lambda m: m.uid)
+
+
+def next_round_id(session: Session) -> int:
+    """The round after the last one stored (0 on a fresh database)."""
+    last = repository.last_round(session)
+    return 0 if last is None else last.round_id + 1
+
+
+def recover_round(session: Session) -> RoundRecord | None:
+    """Close the last round if a crash left it open: burn its tasks again (idempotent) and mark it.
+
+    Its episodes already stored stay as they are; those that were in flight are gone (the tool
+    server's registry was in memory) and are never judged or scored.
+
+    Returns:
+        The interrupted round, or None when there was none.
+    """
+    last = repository.last_round(session)
+    if last is None or last.closed_at is not None:
+        return None
+    burn(session, task_ids=last.task_ids)
+    repository.close_round(
+        session, round_id=last.round_id, closed_at=datetime.now(UTC), stats={"result": "interrupted"}
+    )
+    logger.warning("round_recovered round=%d tasks=%d", last.round_id, len(last.task_ids))
+    return last
+
+
+async def run_round(
+    deps: RoundDeps, config: RoundConfig, snapshot: MetagraphSnapshot, *, round_id: int
+) -> RoundSummary:
+    """Run round ``round_id`` against the miners of ``snapshot`` (see the module docstring).
+
+    No round is recorded (and the id is not used up) when there is no miner or no task.
+
+    Raises:
+        StorageError: opening or closing the round failed (the job retries; recovery closes it).
+    """
+    started = time.monotonic()
+    miners = pick_miners(
+        snapshot,
+        self_hotkey=deps.validator_hotkey,
+        n=config.miners_per_round,
+        key=round_key(deps.draw_secret, round_id),
+    )
+    if not miners:
+        logger.warning("round_skipped round=%d reason=no_miners neurons=%d", round_id, len(snapshot.neurons))
+        return RoundSummary(round_id=None, result="no_miners")
+    tasks = await asyncio.to_thread(
+        in_session,
+        deps.sessions,
+        open_and_burn,
+        round_id=round_id,
+        secret=deps.draw_secret,
+        n=config.tasks_per_round,
+        validator_hotkey=deps.validator_hotkey,
+        block=snapshot.block,
+    )
+    if not tasks:
+        logger.warning("round_skipped round=%d reason=no_tasks", round_id)
+        return RoundSummary(round_id=None, result="no_tasks", miners=len(miners))
+    summary = RoundSummary(round_id=round_id, result="ok", miners=len(miners), tasks=len(tasks))
+    logger.info(
+        "round_start round=%d miners=%d tasks=%d block=%d", round_id, len(miners), len(tasks), snapshot.block
+    )
+    episodes = _Episodes(deps, config, round_id)
+    outcomes = await asyncio.gather(
+        *(episodes.run(miner, task) for task in tasks for miner in miners), return_exceptions=True
+    )
+    for outcome in outcomes:
+        _tally(summary, outcome)
+    deps.registry.prune()
+    summary.seconds = time.monotonic() - started
+    if summary.failed or summary.not_sent:
+        summary.result = "partial"
+    await asyncio.to_thread(
+        in_session,
+        deps.sessions,
+        repository.close_round,
+        round_id=round_id,
+        closed_at=datetime.now(UTC),
+        stats=summary.stats(),
+    )
+    metrics.ROUNDS.labels(summary.result).inc()
+    metrics.ROUND_DURATION.observe(summary.seconds)
+    logger.info(
+        "round_done round=%d result=%s stored=%d successes=%d not_sent=%d failed=%d seconds=%.2f",
+        round_id,
+        summary.result,
+        summary.stored,
+        summary.successes,
+        summary.not_sent,
+        summary.failed,
+        summary.seconds,
+    )
+    return summary
+
+
+def _tally(summary: RoundSummary, outcome: Judgment | None | BaseException) -> None:
+    if isinstance(outcome, BaseException):
+        summary.failed += 1
+        logger.error("episode_failed error=%s", type(outcome).__name__, exc_info=outcome)
+    elif outcome is None:
+        summary.not_sent += 1
+    else:
+        summary.stored += 1
+        summary.successes += int(outcome.success)
+        summary.ends[outcome.end] = summary.ends.get(outcome.end, 0) + 1
+
+
+def verdict(judgment: Judgment) -> str:
+    """The ``arena_judgments_total`` verdict: success, failure, rejected (zeroed) or unanswered."""
+    if judgment.end != "completed":
+        return "unanswered"
+    if judgment.success:
+        return "success"
+    zeroed = judgment.rejects or judgment.fabricated_call_ids or judgment.hallucinated_product_ids
+    return "rejected" if zeroed else "failure"
+
+
+class _Episodes:
+    """Runs one round's episodes: query under a concurrency bound, then judge and store each reply."""
+
+    def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int) -> None:
+        self.deps, self.config, self.round_id = deps, config, round_id
+        self.query_slots = asyncio.Semaphore(config.query_concurrency)
+        self.judge_slots = asyncio.Semaphore(config.judge_concurrency)
+        self.tools = tuple(tool_schemas(config.toolset))
+        self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
+
+    async def run(self, miner: Neuron, task: Task) -> Judgment | None:
+        """One (miner, task) episode; None when it was never sent (our overload)."""
+        # The episode opens (and its deadline starts) only once a slot is free, so queueing
+        # behind other episodes never eats into a miner's time.
+        async with self.query_slots:
+            started = datetime.now(UTC)
+            try:
+                episode_id, token = self.deps.registry.open_episode(task.task_id, miner.hotkey, self.budgets)
+            except EpisodeError:
+                logger.warning(
+                    "episode_not_opened round=%d uid=%d reason=registry_full", self.round_id, miner.uid
+                )
+                metrics.EPISODES.labels("not_sent").inc()
+                return None
+            try:
+                reply = await self.deps.client.query(miner, self._request(task, episode_id, token, started))
+            except DeadlinePassed:
+                logger.warning("episode_not_sent round=%d uid=%d reason=overload", self.round_id, miner.uid)
+                metrics.EPISODES.labels("not_sent").inc()
+                return None
+            finally:
+                self.deps.registry.close_episode(episode_id)
+        finished = datetime.now(UTC)
+        metrics.EPISODES.labels(reply.end).inc()
+        log = self.deps.registry.log(episode_id)
+        judgment = await self._judge(task, reply, episode_id, log)
+        record = EpisodeRecord(
+            episode_id=episode_id,
+            round_id=self.round_id,
+            task_id=task.task_id,
+            miner_hotkey=miner.hotkey,
+            miner_uid=miner.uid,
+            validator_hotkey=self.deps.validator_hotkey,
+            started_at=started,
+            finished_at=finished,
+            end=reply.end,
+        )
+        await self._store(record, reply, log, judgment, task)
+        logger.debug(
+            "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
+            self.round_id,
+            miner.uid,
+            task.task_id,
+            reply.end,
+            judgment.score,
+        )
+        return judgment
+
+    def _request(self, task: Task, episode_id: str, token: str, started: datetime) -> TaskRequest:
+        return TaskRequest(
+            protocol_version=PROTOCOL_VERSION,
+            episode_id=episode_id,
+            task_id=task.task_id,
+            query=task.query,
+            tool_server_url=self.config.tool_server_url,
+            episode_token=token,
+            tools=self.tools,
+            toolset=self.config.toolset,
+            deadline=started + timedelta(seconds=self.config.episode_seconds),
+            budgets=TaskBudgets(
+                max_tool_calls=self.config.max_tool_calls,
+                max_seconds=self.config.episode_seconds,
+                max_response_bytes=self.config.max_response_bytes,
+            ),
+        )
+
+    async def _judge(self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[Any]) -> Judgment:
+        deps = self.deps
+        started = time.monotonic()
+        if reply.trajectory is None:
+            judgment = judge_unanswered(
+                task,
+                episode_id=episode_id,
+                miner_hotkey=reply.hotkey,
+                end=reply.end,
+                config=deps.judge_config,
+            )
+        else:
+            async with self.judge_slots:
+                judgment = await judge(
+                    task,
+                    reply.trajectory,
+                    log=log,
+                    products=deps.products,
+                    completer=deps.completer,
+                    config=deps.judge_config,
+                )
+        metrics.JUDGE_DURATION.observe(time.monotonic() - started)
+        metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
+        if judgment.reasoning_outage:
+            cause = (judgment.reasoning.unscored_cause or "error").split(":")[0]
+            metrics.JUDGE_UNSCORED.labels(cause).inc()
+        return judgment
+
+    async def _store(
+        self, record: EpisodeRecord, reply: MinerReply, log: Sequence[Any], judgment: Judgment, task: Task
+    ) -> None:
+        def write() -> bool:
+            with self.deps.sessions() as session:
+                return repository.save_judged(
+                    session,
+                    episode=record,
+                    trajectory=reply.trajectory,
+                    tool_log=log,
+                    judgment=judgment,
+                    task=task,
+                )
+
+        async def attempt() -> bool:
+            started = time.monotonic()
+            try:
+                return await asyncio.to_thread(write)
+            except Exception:
+                metrics.DB_ERRORS.labels("save_judged").inc()
+                raise
+            finally:
+                metrics.DB_WRITE_DURATION.labels("save_judged").observe(time.monotonic() - started)
+
+        await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)

@@ -1,0 +1,181 @@
+"""The weights pass: stored scores -> standings -> a weight vector on today's uids -> set_weights, recorded.
+
+Deterministic: the vector depends only on the stored judgments (each hotkey's last ``window``
+episodes, outage-unscored ones left out), the policy and the metagraph at submission time.
+Scores are keyed by hotkey and mapped to uids only here, so a uid taken over by a new hotkey
+inherits nothing. Cadence: at most one successful submission per ``min_blocks`` (default: the
+subnet's tempo), and never inside the chain's rate limit, both read from chain at each pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from judging.scores import MinerStanding, ScorePolicy, standings, weight_vector
+from neurons import metrics
+from neurons.chain.chaintypes import Chain, MetagraphSnapshot, WeightRules, WeightSubmission
+from neurons.protocol import WEIGHTS_VERSION_KEY
+from storage import repository
+from storage.records import WeightRecord
+
+logger = logging.getLogger(__name__)
+
+WeightsResult = Literal["submitted", "not_due", "rate_limited", "outdated_version", "no_owner"]
+
+
+@dataclass(frozen=True)
+class WeightPlan:
+    """A weight vector ready to submit, with the standings it came from."""
+
+    uids: tuple[int, ...]
+    weights: tuple[float, ...]
+    standings: dict[str, MinerStanding]
+    hotkey_to_uid: dict[str, int]
+
+
+@dataclass(frozen=True)
+class WeightsOutcome:
+    """What a weights pass did; ``submission`` is set when it reached the chain."""
+
+    result: WeightsResult
+    block: int
+    plan: WeightPlan | None = None
+    submission: WeightSubmission | None = None
+
+
+def plan_weights(session: Session, snapshot: MetagraphSnapshot, policy: ScorePolicy) -> WeightPlan | None:
+    """Compute the weight vector from stored scores over ``snapshot``'s uids; None without an owner uid.
+
+    Judgments whose reasoning went unscored because the judge was down are left out of the
+    window (``exclude_reasoning_outages``), so an outage never moves weights.
+    """
+    if snapshot.owner_uid is None:
+        return None
+    samples = repository.score_samples(session, window=policy.window, exclude_reasoning_outages=True)
+    standing = standings(samples, policy)
+    hotkey_to_uid = {neuron.hotkey: neuron.uid for neuron in snapshot.neurons}
+    uids, weights = weight_vector(standing, hotkey_to_uid, owner_uid=snapshot.owner_uid, policy=policy)
+    if any(not math.isfinite(w) or w < 0 for w in weights):  # weight_vector promises this; a bug otherwise
+        raise ValueError(f"weight vector has a negative or non-finite value: {weights}")
+    return WeightPlan(tuple(uids), tuple(weights), standing, hotkey_to_uid)
+
+
+def not_due(
+    session: Session,
+    snapshot: MetagraphSnapshot,
+    rules: WeightRules,
+    *,
+    hotkey: str,
+    min_blocks: int | None,
+    version_key: int,
+) -> WeightsResult | None:
+    """Why no submission should be made now, or None when one is due.
+
+    Due means: our version key is one the chain accepts, the chain's rate limit has passed since
+    our last update, and ``min_blocks`` (default: the tempo) have passed since our last success.
+    """
+    if version_key < rules.weights_version:
+        return "outdated_version"
+    me = snapshot.by_hotkey(hotkey)
+    if me is not None and me.last_update and snapshot.block - me.last_update <= rules.weights_rate_limit:
+        return "rate_limited"
+    last = repository.last_successful_weights(session)
+    gap = min_blocks if min_blocks is not None else max(1, rules.tempo)
+    if last is not None and last.block is not None and snapshot.block - last.block < gap:
+        return "not_due"
+    return None
+
+
+async def weights_pass(
+    chain: Chain,
+    sessions: sessionmaker[Session],
+    policy: ScorePolicy,
+    *,
+    min_blocks: int | None = None,
+    version_key: int = WEIGHTS_VERSION_KEY,
+) -> WeightsOutcome:
+    """Submit weights if due; record every submission, successful or refused, and export metrics.
+
+    Raises:
+        ChainUnavailable: the chain could not be read or the submission's outcome is unknown
+            (nothing is recorded; the job retries).
+        StorageError: the database could not be read or written.
+    """
+    rules = await chain.weight_rules()
+    snapshot = await chain.snapshot()
+    metrics.CHAIN_BLOCK.set(snapshot.block)
+
+    def prepare() -> tuple[WeightsResult | None, WeightPlan | None]:
+        with sessions() as session:
+            why = not_due(
+                session, snapshot, rules, hotkey=chain.hotkey, min_blocks=min_blocks, version_key=version_key
+            )
+            plan = plan_weights(session, snapshot, policy)
+            if why is None and plan is not None:
+                repository.record_scores(
+                    session,
+                    standings=plan.standings.values(),
+                    hotkey_to_uid=plan.hotkey_to_uid,
+                    block=snapshot.block,
+                    at=datetime.now(UTC),
+                )
+            return why, plan
+
+    why, plan = await asyncio.to_thread(prepare)
+    if plan is not None:
+        _export_scores(plan)
+    if why is not None or plan is None:
+        result: WeightsResult = why or "no_owner"
+        level = logging.ERROR if result in ("outdated_version", "no_owner") else logging.INFO
+        logger.log(
+            level,
+            "weights_skipped reason=%s block=%d version_key=%d chain_version=%d",
+            result,
+            snapshot.block,
+            version_key,
+            rules.weights_version,
+        )
+        return WeightsOutcome(result=result, block=snapshot.block, plan=plan)
+    submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
+    record = WeightRecord(
+        uids=submission.uids,
+        weights=submission.weights,
+        block=submission.block,
+        success=submission.success,
+        message=submission.message[:2000],
+        version_key=version_key,
+        at=datetime.now(UTC),
+    )
+
+    def store() -> bool:
+        with sessions() as session:
+            return repository.record_weight_submission(session, submission=record)
+
+    await asyncio.to_thread(store)
+    _export_submission(submission, snapshot.block)
+    return WeightsOutcome(result="submitted", block=snapshot.block, plan=plan, submission=submission)
+
+
+def _export_scores(plan: WeightPlan) -> None:
+    metrics.MINER_SCORE.clear()
+    for hotkey, standing in plan.standings.items():
+        uid = plan.hotkey_to_uid.get(hotkey)
+        if uid is not None:
+            metrics.MINER_SCORE.labels(str(uid)).set(standing.lower)
+
+
+def _export_submission(submission: WeightSubmission, block: int) -> None:
+    metrics.WEIGHT_SUBMISSIONS.labels("success" if submission.success else submission.code or "refused").inc()
+    if not submission.success:
+        return
+    metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(submission.block or block)
+    metrics.MINER_WEIGHT.clear()
+    for uid, weight in zip(submission.uids, submission.weights, strict=True):
+        metrics.MINER_WEIGHT.labels(str(uid)).set(weight)

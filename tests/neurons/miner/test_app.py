@@ -1,0 +1,407 @@
+"""The miner app with real wallets, the local chain and a stand-in tool server: auth, admission, agents."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from bittensor import http_auth
+from fastapi import FastAPI
+from prometheus_client import REGISTRY
+
+from arena.index import SearchIndex
+from arena.types import ToolLogEntry
+from neurons.chain.chaintypes import MetagraphSnapshot
+from neurons.chain.signing import make_nonce_store, verify_request
+from neurons.errors import ChainUnavailable
+from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
+from neurons.miner.app import MetagraphCache, MinerAppConfig, create_miner_app
+from neurons.protocol import HEADER_NONCE, TASKS_PATH, TaskRequest, TaskResponse, response_binding
+from tests.neurons.conftest import FakeClock, LocalNet
+from tests.neurons.standins import ToolWorld, tool_agent
+
+TOOLS_URL = "http://tools.test"
+
+
+@dataclass
+class Rig:
+    """A miner app for the local net's miner1, its stand-in tool server, and an HTTP client to it."""
+
+    net: LocalNet
+    http: httpx.AsyncClient
+    world: ToolWorld
+    fetches: list[int] = field(default_factory=list)
+
+    def sign(
+        self,
+        body: bytes,
+        *,
+        signer: str = "validator",
+        receiver: str = "miner1",
+        nonce_ns: int | None = None,
+    ) -> dict[str, str]:
+        return http_auth.sign(
+            self.net.wallets[signer],
+            method="POST",
+            path=TASKS_PATH,
+            body=body,
+            receiver_ss58=self.net.hotkey(receiver),
+            nonce_ns=nonce_ns,
+        )
+
+    async def post(self, body: bytes, headers: dict[str, str]) -> httpx.Response:
+        return await self.http.post(TASKS_PATH, content=body, headers=headers)
+
+    def request(self, **changes: Any) -> TaskRequest:
+        """A request for miner1 with a fresh episode on the tool server."""
+        return self.world.request(self.net.hotkey("miner1"), tool_server_url=TOOLS_URL, **changes)
+
+    def log(self, request: TaskRequest) -> list[ToolLogEntry]:
+        return self.world.log(request.episode_id)
+
+    async def ask(self, request: TaskRequest | None = None, **sign: Any) -> httpx.Response:
+        body = (request or self.request()).to_bytes()
+        return await self.post(body, self.sign(body, **sign))
+
+
+@pytest.fixture
+def start_miner(net: LocalNet, tmp_path: Path, fixture_index: SearchIndex) -> Callable[..., Any]:
+    @asynccontextmanager
+    async def start(
+        agent: Agent = tool_agent,
+        metagraph: Callable[[], Awaitable[MetagraphSnapshot]] | None = None,
+        **config: Any,
+    ) -> AsyncIterator[Rig]:
+        chain = net.chain("miner1")
+        world = ToolWorld(fixture_index)
+        rig_fetches: list[int] = []
+
+        async def counted() -> MetagraphSnapshot:
+            rig_fetches.append(1)
+            return await (metagraph or chain.snapshot)()
+
+        app: FastAPI = create_miner_app(
+            wallet=net.wallets["miner1"],
+            agent=agent,
+            metagraph=counted,
+            nonce_store=make_nonce_store(tmp_path / "nonces.db"),
+            config=MinerAppConfig(**config),
+            tool_transport=httpx.ASGITransport(app=world.app()),
+            on_shutdown=chain.close,
+        )
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://miner.test") as http:
+                yield Rig(net, http, world, rig_fetches)
+
+    return start
+
+
+def auth_failures(reason: str) -> float:
+    return REGISTRY.get_sample_value("arena_miner_auth_failures_total", {"reason": reason}) or 0.0
+
+
+def tasks_counted(result: str) -> float:
+    return REGISTRY.get_sample_value("arena_miner_tasks_total", {"result": result}) or 0.0
+
+
+# ---------------------------------------------------------------------------- the happy path
+
+
+async def test_validator_request_runs_the_agent_and_gets_a_signed_answer(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        request = rig.request()
+        body = request.to_bytes()
+        headers = rig.sign(body)
+        answer = await rig.post(body, headers)
+
+    assert answer.status_code == 200, answer.text
+    method, path = response_binding(headers[HEADER_NONCE])
+    signer = verify_request(
+        answer.headers,
+        answer.content,
+        method=method,
+        path=path,
+        self_hotkey=rig.net.hotkey("validator"),
+        nonce_store=make_nonce_store(),
+    )
+    assert signer == rig.net.hotkey("miner1")
+    response = TaskResponse.model_validate_json(answer.content)
+    trajectory = response.trajectory
+    assert (trajectory.episode_id, trajectory.task_id) == (request.episode_id, request.task_id)
+    assert trajectory.miner_hotkey == rig.net.hotkey("miner1")
+    (logged,) = rig.log(request)  # the tool server's own record of the call
+    assert (logged.tool, logged.call_id, logged.arguments["q"]) == ("find_product", "call_0", request.query)
+    tool_message = next(m for m in trajectory.messages if m.role == "tool")
+    assert tool_message.content == logged.result and "Running Shoes" in logged.result
+    assert response.stop == "terminated"
+
+
+# ---------------------------------------------------------------------------- auth refusals
+
+
+@pytest.mark.parametrize(
+    ("fault", "status", "reason"),
+    [
+        ("tampered", 401, "bad_signature"),
+        ("stale", 401, "stale"),
+        ("wrong_receiver", 401, "wrong_receiver"),
+        ("crypto_header", 401, "unsupported_crypto"),
+        ("unsigned", 401, "malformed"),
+        ("no_permit", 403, "no_permit"),
+        ("unknown_hotkey", 403, "unknown_hotkey"),
+    ],
+)
+async def test_auth_failures_are_refused_with_their_reason(
+    start_miner: Any, fault: str, status: int, reason: str
+) -> None:
+    calls: list[AgentRequest] = []
+
+    async def agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        calls.append(request)
+        return await tool_agent(request, call_tool)
+
+    before = auth_failures(reason)
+    async with start_miner(agent=agent) as rig:
+        request = rig.request()
+        body = request.to_bytes()
+        headers = rig.sign(body)
+        if fault == "tampered":
+            body = body.replace(b"for men", b"for kids")
+        elif fault == "stale":
+            headers = rig.sign(body, nonce_ns=time.time_ns() - 60 * 10**9)
+        elif fault == "wrong_receiver":
+            headers = rig.sign(body, receiver="miner2")
+        elif fault == "crypto_header":
+            headers["X-Bittensor-Crypto"] = "ed25519"
+        elif fault == "unsigned":
+            headers = {}
+        elif fault == "no_permit":
+            headers = rig.sign(body, signer="miner2")
+        elif fault == "unknown_hotkey":
+            headers = rig.sign(body, signer="stranger")
+        answer = await rig.post(body, headers)
+
+    assert answer.status_code == status
+    assert answer.json()["reason"] == reason
+    assert auth_failures(reason) == before + 1
+    assert not calls and not rig.log(request)
+
+
+async def test_replayed_request_is_refused(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        request = rig.request()
+        body = request.to_bytes()
+        headers = rig.sign(body)
+        first = await rig.post(body, headers)
+        again = await rig.post(body, headers)
+    assert first.status_code == 200
+    assert again.status_code == 401 and again.json()["reason"] == "replay"
+    assert len(rig.log(request)) == 1
+
+
+async def test_validator_below_the_minimum_stake_is_refused(start_miner: Any) -> None:
+    async with start_miner(min_stake=5000.0) as rig:
+        answer = await rig.ask()
+    assert answer.status_code == 403 and answer.json()["reason"] == "low_stake"
+
+
+# ---------------------------------------------------------------------------- the metagraph
+
+
+async def test_metagraph_snapshot_is_reused_within_its_ttl(start_miner: Any) -> None:
+    async with start_miner(metagraph_ttl=60.0) as rig:
+        statuses = [(await rig.ask()).status_code for _ in range(3)]
+    assert statuses == [200, 200, 200]
+    assert len(rig.fetches) == 1
+
+
+async def test_metagraph_is_read_per_request_without_ttl(start_miner: Any) -> None:
+    async with start_miner(metagraph_ttl=0.0) as rig:
+        for _ in range(2):
+            await rig.ask()
+    assert len(rig.fetches) == 2
+
+
+async def test_no_metagraph_means_service_unavailable(start_miner: Any) -> None:
+    async def down() -> MetagraphSnapshot:
+        raise ChainUnavailable("metagraph", "timeout", "no answer")
+
+    async with start_miner(metagraph=down) as rig:
+        answer = await rig.ask()
+    assert answer.status_code == 503 and answer.json()["reason"] == "metagraph_unavailable"
+
+
+async def test_metagraph_cache_keeps_the_last_snapshot_when_a_refresh_fails(net: LocalNet) -> None:
+    clock = FakeClock()
+    snapshot = await net.chain("miner1").snapshot()
+    answers: list[MetagraphSnapshot | Exception] = [snapshot, ChainUnavailable("metagraph", "timeout", "x")]
+
+    async def fetch() -> MetagraphSnapshot:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    cache = MetagraphCache(fetch, ttl=30.0, clock=clock)
+    assert await cache.get() is snapshot
+    clock.advance(31.0)
+    assert await cache.get() is snapshot  # refresh failed: the previous snapshot is kept
+    assert not answers
+
+
+async def test_a_newly_registered_validator_is_admitted_after_the_ttl(net: LocalNet) -> None:
+    clock = FakeClock()
+    chain = net.chain("miner1")
+    cache = MetagraphCache(chain.snapshot, ttl=30.0, clock=clock)
+    before = await cache.get()
+    from neurons.chain.wallets import register_wallet
+
+    register_wallet(net.path, net.wallets["stranger"], stake=100.0, validator_permit=True)
+    assert (await cache.get()).by_hotkey(net.hotkey("stranger")) is None
+    clock.advance(30.0)
+    assert (await cache.get()).by_hotkey(net.hotkey("stranger")) is not None
+    assert before.by_hotkey(net.hotkey("stranger")) is None
+
+
+# ---------------------------------------------------------------------------- bad requests
+
+
+async def test_body_over_the_cap_is_refused_before_auth(start_miner: Any) -> None:
+    async with start_miner(max_request_bytes=2048) as rig:
+        answer = await rig.ask(rig.request(query="shoes " * 400))
+    assert answer.status_code == 413 and answer.json()["reason"] == "too_large"
+
+
+async def test_deeply_nested_request_is_refused_before_parsing(start_miner: Any) -> None:
+    async with start_miner(max_request_depth=16) as rig:
+        wire = json.loads(rig.request().to_bytes())
+        nested: Any = {}
+        for _ in range(40):
+            nested = {"x": nested}
+        wire["tools"] = [nested]
+        body = json.dumps(wire).encode()
+        answer = await rig.post(body, rig.sign(body))
+    assert answer.status_code == 413 and answer.json()["reason"] == "too_deep"
+
+
+async def test_signed_request_that_is_not_a_task_is_malformed(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        body = b'{"protocol_version": 1, "episode_id": "ep-1"}'
+        answer = await rig.post(body, rig.sign(body))
+    assert answer.status_code == 422 and answer.json()["reason"] == "malformed"
+
+
+async def test_other_protocol_version_is_refused(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        answer = await rig.ask(rig.request(protocol_version=99))
+    assert answer.status_code == 400 and answer.json()["reason"] == "protocol_version"
+
+
+async def test_request_past_its_deadline_is_refused(start_miner: Any) -> None:
+    past = datetime.now(UTC) - timedelta(seconds=1)
+    async with start_miner() as rig:
+        answer = await rig.ask(rig.request(deadline=past))
+    assert answer.status_code == 400 and answer.json()["reason"] == "deadline_passed"
+
+
+# ---------------------------------------------------------------------------- agent faults
+
+
+async def test_agent_exception_is_an_agent_error_not_a_crash(start_miner: Any) -> None:
+    async def broken(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        raise ZeroDivisionError("boom")
+
+    before = tasks_counted("agent_error")
+    async with start_miner(agent=broken) as rig:
+        answer = await rig.ask()
+        health = await rig.http.get("/health")
+    assert answer.status_code == 500 and answer.json()["reason"] == "agent_error"
+    assert health.status_code == 200
+    assert tasks_counted("agent_error") == before + 1
+
+
+async def test_agent_output_that_is_no_trajectory_is_refused(start_miner: Any) -> None:
+    async def empty(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        return AgentOutput(messages=[])
+
+    async with start_miner(agent=empty) as rig:
+        answer = await rig.ask()
+    assert answer.status_code == 500 and answer.json()["reason"] == "agent_output_invalid"
+
+
+async def test_agent_that_ignores_the_deadline_is_stopped(start_miner: Any) -> None:
+    seen: list[float] = []
+
+    async def dawdler(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        seen.append(request.deadline_s)
+        await asyncio.sleep(60)
+        raise AssertionError("not reached")
+
+    async with start_miner(agent=dawdler, deadline_margin=0.5) as rig:
+        started = time.monotonic()
+        answer = await rig.ask(rig.request(seconds=2.0))
+        elapsed = time.monotonic() - started
+    assert answer.status_code == 504 and answer.json()["reason"] == "agent_timeout"
+    assert 1.0 < seen[0] <= 1.5  # the agent is told the time it has, less the margin
+    assert elapsed < 10.0
+
+
+async def test_answer_over_the_response_cap_is_not_sent(start_miner: Any) -> None:
+    async with start_miner(agent=functools.partial(tool_agent, calls=20)) as rig:
+        answer = await rig.ask(rig.request(max_response_bytes=2048, max_tool_calls=50))
+    assert answer.status_code == 500 and answer.json()["reason"] == "too_large"
+
+
+async def test_tool_calls_beyond_the_budget_are_not_sent(start_miner: Any) -> None:
+    async with start_miner(agent=functools.partial(tool_agent, calls=4)) as rig:
+        request = rig.request(max_tool_calls=2, server_calls=10)  # the miner stops first
+        answer = await rig.ask(request)
+    assert answer.status_code == 200
+    assert len(rig.log(request)) == 2
+    contents = [
+        m.content
+        for m in TaskResponse.model_validate_json(answer.content).trajectory.messages
+        if m.role == "tool"
+    ]
+    assert contents[2:] == ["tool call budget exhausted (2 calls)"] * 2
+
+
+async def test_miner_at_its_task_limit_answers_busy(start_miner: Any) -> None:
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def waiting(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        entered.set()
+        await release.wait()
+        return await tool_agent(request, call_tool)
+
+    async with start_miner(agent=waiting, max_concurrent_tasks=1) as rig:
+        first = asyncio.create_task(rig.ask())
+        await entered.wait()
+        second = await rig.ask(rig.request())
+        release.set()
+        assert (await first).status_code == 200
+    assert second.status_code == 503 and second.json()["reason"] == "busy"
+
+
+# ---------------------------------------------------------------------------- health and metrics
+
+
+async def test_health_and_metrics(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        await rig.ask()
+        health = (await rig.http.get("/health")).json()
+        exposition = (await rig.http.get("/metrics")).text
+    assert health == {"status": "ok", "hotkey": rig.net.hotkey("miner1"), "protocol_version": 1}
+    assert 'arena_miner_tasks_total{result="completed"}' in exposition

@@ -1,0 +1,176 @@
+"""The validator's composition: secret, database, index, the app, and one in-process pass (`serve --once`)."""
+
+from __future__ import annotations
+
+import stat
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy.orm import Session
+
+from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
+from arena.index import SearchIndex
+from arena.tools import ToolContext
+from arena.toolserver import create_tool_router
+from neurons.chain.local.state import read_weights
+from neurons.miner.agents.scripted import scripted_agent
+from neurons.validator.app import MeteredToolLog, create_validator_app
+from neurons.validator.process import curation_exporter, serve
+from neurons.validator.settings import ValidatorSettings
+from neurons.validator.startup import StartupError, derive, load_secret, open_database, open_search_index
+from storage import repository
+from storage.db import make_engine, make_sessionmaker
+from tests.neurons.conftest import NETUID, LocalNet
+from tests.neurons.rig import failing_agent, serve_miners
+from tests.neurons.standins import free_socket
+
+
+def settings(tmp_path: Path, **values: Any) -> ValidatorSettings:
+    values.setdefault("netuid", 7)
+    values.setdefault("toolserver_url", "http://127.0.0.1:8092")
+    return ValidatorSettings(data_dir=tmp_path, **values)
+
+
+def test_the_secret_file_is_made_once_private_and_reused(tmp_path: Path) -> None:
+    first = load_secret(settings(tmp_path))
+    path = tmp_path / "validator.secret"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert load_secret(settings(tmp_path)) == first and len(first) >= 32
+    assert (
+        load_secret(settings(tmp_path, token_secret="a-configured-secret-value"))
+        == b"a-configured-secret-value"
+    )
+    keys = {derive(first, purpose) for purpose in ("tokens", "rounds", "tasks")}
+    assert len(keys) == 3 and first not in keys
+
+
+def test_a_server_database_must_be_at_head_unless_upgrading_is_asked(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'server.db'}"  # given explicitly: treated like a server database
+    with pytest.raises(StartupError, match="--upgrade-db"):
+        open_database(settings(tmp_path, db_url=url))
+    open_database(settings(tmp_path, db_url=url, db_upgrade=True)).dispose()
+    open_database(settings(tmp_path, db_url=url)).dispose()  # now at head
+    open_database(settings(tmp_path / "embedded")).dispose()  # the embedded default migrates itself
+
+
+def test_the_index_is_built_from_the_catalog_on_first_start(
+    tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    with pytest.raises(StartupError, match="arena catalog build"):
+        open_search_index(settings(tmp_path))
+    built = open_search_index(settings(tmp_path, catalog=fixture_catalog_path))
+    assert len(built) == 20 and (tmp_path / "index" / "manifest.json").is_file()
+    built.close()
+    open_search_index(settings(tmp_path, catalog=tmp_path / "gone.jsonl")).close()  # the index is there now
+
+
+async def test_the_app_serves_tools_health_and_metrics_and_counts_requests(
+    fixture_index: SearchIndex,
+) -> None:
+    registry = EpisodeRegistry(EpisodeTokens(b"s" * 32), MeteredToolLog())
+    app = create_validator_app(
+        tool_router=create_tool_router(registry, ToolContext(index=fixture_index)),
+        health=lambda: {"status": "ok"},
+    )
+    before = REGISTRY.get_sample_value("arena_toolserver_requests_total", {"code": "401"}) or 0.0
+    unknown = (
+        REGISTRY.get_sample_value("arena_tool_calls_total", {"tool": "unknown", "status": "error"}) or 0.0
+    )
+    episode_id, token = registry.open_episode("t-1", "hk", Budgets(5, 30.0))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://v") as http:
+        assert (await http.get("/health")).json() == {"status": "ok"}
+        assert (await http.post("/v1/tools/find_product", json={"q": "x"})).status_code == 401
+        answer = await http.post(
+            "/v1/tools/buy_everything", json={}, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert answer.status_code == 200 and answer.json()["error"] is True
+        exposition = (await http.get("/metrics")).text
+    assert "arena_toolserver_requests_total" in exposition
+    assert REGISTRY.get_sample_value("arena_toolserver_requests_total", {"code": "401"}) == before + 1
+    assert (
+        REGISTRY.get_sample_value("arena_tool_calls_total", {"tool": "unknown", "status": "error"})
+        == unknown + 1
+    )
+    assert registry.log(episode_id)[0].tool == "buy_everything"  # the log keeps what was asked
+
+
+async def test_serve_once_runs_rotation_a_round_and_weights_in_one_process(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    exported: list[tuple[Session, Path]] = []
+
+    def exporter(session: Session, out: Path) -> dict[str, int]:
+        exported.append((session, out))
+        return {"rows": 0}
+
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    config = ValidatorSettings(
+        network="local",
+        local_chain=net.path,
+        netuid=NETUID,
+        wallet_name="validator",
+        wallet_path=net.wallets_dir,
+        host="127.0.0.1",
+        port=port,
+        data_dir=tmp_path / "validator",
+        catalog=fixture_catalog_path,
+        min_held_out=4,
+        task_batch=6,
+        practice_share=0.0,
+        never_touch_share=0.0,
+        tasks_per_round=2,
+        episode_seconds=20,
+        task_findable=False,
+    )
+    async with AsyncExitStack() as stack:
+        await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
+        report = await serve(config, once=True, exporter=exporter)
+    assert report is not None and report["failed"] == []
+    assert report["round"]["round_id"] == 0 and report["round"]["stored"] == 4
+    assert report["round"]["ends"] == {"completed": 2, "miner_error": 2}
+    assert report["weights"]["result"] == "submitted" and report["weights"]["success"] is True
+    assert exported and exported[0][1] == tmp_path / "validator" / "exports"
+    weights = read_weights(net.path)[1]
+    assert 3 not in weights  # the failing miner earns nothing
+    engine = make_engine(config.database_url())
+    with make_sessionmaker(engine)() as session:
+        assert repository.count_judged(session) == 4
+        assert repository.get_round(session, round_id=0).closed_at is not None  # type: ignore[union-attr]
+    engine.dispose()
+
+
+def test_pruning_frees_the_metered_tool_logs(fixture_index: SearchIndex) -> None:
+    now = [1_000_000.0]
+    registry = EpisodeRegistry(
+        EpisodeTokens(b"s" * 32), MeteredToolLog(), clock=lambda: now[0], token_grace_s=5
+    )
+    episode_id, token = registry.open_episode("t-1", "hk", Budgets(5, 30.0))
+    registry.call_tool(
+        token, "find_product", {"q": "kettle"}, call_id="c1", ctx=ToolContext(index=fixture_index)
+    )
+    assert len(registry.log(episode_id)) == 1
+    now[0] += 60
+    assert registry.prune() == [episode_id]
+    assert registry.log(episode_id) == []
+
+
+def test_the_curation_exporter_writes_the_export_and_names_the_database_without_its_password(
+    tmp_path: Path,
+) -> None:
+    engine = open_database(settings(tmp_path))  # the embedded default, migrated
+    out = tmp_path / "exports"
+    password_url = "postgresql+psycopg://arena:hunter2-secret@db.example:5432/arena"
+    with make_sessionmaker(engine)() as session:
+        funnel = curation_exporter(settings(tmp_path, db_url=password_url))(session, out)
+    engine.dispose()
+    assert funnel["source"]["traces"] == 0
+    for name in ("manifest.json", "funnel.json", "README.md", "sft.jsonl"):
+        assert (out / name).is_file()
+    card = (out / "README.md").read_text()
+    assert "db.example" in card and "hunter2-secret" not in card

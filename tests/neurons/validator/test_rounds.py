@@ -1,0 +1,240 @@
+"""run_round against in-process miners on loopback and the local chain: query, judge, store, burn, recover."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.index import SearchIndex
+from judging.judge import JudgeConfig
+from judging.scores import ScorePolicy
+from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
+from neurons.errors import DeadlinePassed
+from neurons.miner.agents.scripted import scripted_agent
+from neurons.protocol import TaskRequest
+from neurons.validator.miner_client import MinerReply
+from neurons.validator.rounds import next_round_id, pick_miners, recover_round, run_round, verdict
+from neurons.validator.taskpool import open_and_burn
+from neurons.validator.weights import plan_weights
+from storage import repository
+from storage.repository import score_samples
+from tests.neurons.conftest import LocalNet
+from tests.neurons.rig import SECRET, all_traces, failing_agent, make_sessions, running_rig, stock_tasks
+
+
+@pytest.fixture
+def sessions(tmp_path: Path, synth_index: SearchIndex) -> sessionmaker[Session]:
+    made = make_sessions(tmp_path)
+    stock_tasks(made, synth_index)
+    return made
+
+
+def counter(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_a_round_judges_and_stores_every_episode_and_burns_its_tasks(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    agents = {"miner1": scripted_agent, "miner2": failing_agent}
+    errors_before = counter("arena_episodes_total", end="miner_error")
+    rounds_before = counter("arena_rounds_total", result="ok")
+    calls_before = counter("arena_tool_calls_total", tool="find_product", status="ok")
+    async with running_rig(net, synth_index, sessions, agents=agents) as rig:
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+        assert rig.deps.registry.log("ep-none") == []
+
+    assert (summary.result, summary.miners, summary.tasks, summary.stored) == ("ok", 2, 2, 4)
+    assert summary.ends == {"completed": 2, "miner_error": 2}
+    traces = all_traces(sessions)
+    assert len(traces) == 4
+    by_miner: dict[str, list[Any]] = {}
+    for trace in traces:
+        by_miner.setdefault(trace.episode.miner_hotkey, []).append(trace)
+        assert trace.episode.round_id == 0 and trace.judgment.episode_id == trace.episode.episode_id
+    good, bad = by_miner[net.hotkey("miner1")], by_miner[net.hotkey("miner2")]
+    for trace in good:
+        assert trace.episode.end == "completed" and trace.episode.miner_uid == 2
+        assert trace.tool_log, "the tool server's log is stored with the episode"
+        called = [c.id for m in trace.trajectory.messages for c in m.tool_calls or ()]
+        assert [entry.call_id for entry in trace.tool_log] == called
+        assert not trace.judgment.fabricated_call_ids and trace.judgment.score > 0
+    for trace in bad:
+        assert trace.episode.end == "miner_error" and trace.trajectory is None
+        assert trace.judgment.score == 0 and trace.judgment.end == "miner_error"
+    assert {t.task.task_id for t in good} == {t.task.task_id for t in bad}  # every miner got every task
+
+    with sessions() as session:
+        record = repository.get_round(session, round_id=0)
+        assert record is not None and record.closed_at is not None
+        assert record.stats is not None and record.stats["stored"] == 4
+        served = repository.get_tasks(session, task_ids=record.task_ids)
+        assert all(t.pool == "retired" for t in served.values())
+        held = {t.task_id for t in repository.tasks_in_pool(session, pool="held_out")}
+        assert held.isdisjoint(record.task_ids)
+        assert next_round_id(session) == 1
+    assert counter("arena_episodes_total", end="miner_error") == errors_before + 2
+    assert counter("arena_rounds_total", result="ok") == rounds_before + 1
+    assert counter("arena_tool_calls_total", tool="find_product", status="ok") > calls_before
+
+
+async def test_consecutive_rounds_never_serve_a_task_twice(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    async with running_rig(net, synth_index, sessions, agents={"miner1": scripted_agent}) as rig:
+        for round_id in range(3):
+            await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=round_id)
+        last = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=3)
+    with sessions() as session:
+        served = [task_id for r in range(3) for task_id in repository.get_round(session, round_id=r).task_ids]
+    assert len(served) == len(set(served)) == 6
+    # 8 tasks were stocked: the fourth round finds too few, and runs none of the burned ones.
+    assert last.tasks <= 2
+    assert {t.task.task_id for t in all_traces(sessions)} >= set(served)
+
+
+class Overloaded:
+    """A client whose every query finds its deadline passed before sending (our overload)."""
+
+    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
+        raise DeadlinePassed(f"deadline of {request.episode_id} passed before sending")
+
+
+async def test_our_overload_is_not_the_miners_fault(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    before = counter("arena_episodes_total", end="not_sent")
+    async with running_rig(
+        net, synth_index, sessions, agents={"miner1": scripted_agent}, client=Overloaded()
+    ) as rig:
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    assert (summary.result, summary.stored, summary.not_sent) == ("partial", 0, 2)
+    assert all_traces(sessions) == []  # nothing judged, nothing scored
+    assert counter("arena_episodes_total", end="not_sent") == before + 2
+    with sessions() as session:
+        record = repository.get_round(session, round_id=0)
+        assert record is not None and record.closed_at is not None  # the tasks stay burned
+
+
+class DownJudge:
+    """An LLM judge endpoint that is down."""
+
+    model = "judge-down"
+
+    async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        raise ConnectionError("judge unreachable")
+
+
+async def test_a_judge_outage_is_stored_unscored_and_never_moves_weights(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    # judge_zeroed: the judge is asked about every trajectory, so every one meets the outage.
+    config = JudgeConfig(catalog_version=synth_index.catalog_version, judge_retries=0, judge_zeroed=True)
+    before = counter("arena_judge_unscored_total", cause="error")
+    async with running_rig(
+        net,
+        synth_index,
+        sessions,
+        agents={"miner1": scripted_agent},
+        completer=DownJudge(),
+        judge_config=config,
+    ) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+        snapshot = await rig.snapshot()
+    traces = all_traces(sessions)
+    assert len(traces) == 2 and all(t.judgment.reasoning_outage for t in traces)
+    assert all(t.judgment.reasoning.value is None for t in traces)  # unscored, never 0
+    assert counter("arena_judge_unscored_total", cause="error") == before + 2
+    with sessions() as session:
+        assert len(score_samples(session, window=64)) == 2
+        assert score_samples(session, window=64, exclude_reasoning_outages=True) == []
+        plan = plan_weights(session, snapshot, ScorePolicy())
+    # Nothing scored: the weights are what they were with no episode at all (all to the owner).
+    assert plan is not None and (plan.uids, plan.weights) == ((snapshot.owner_uid,), (1.0,))
+
+
+def test_recovery_closes_an_interrupted_round_and_keeps_its_tasks_burned(
+    synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    with sessions() as session:
+        drawn = open_and_burn(session, round_id=0, secret=SECRET, n=3, validator_hotkey="5V", block=7)
+        assert len(drawn) == 3
+        interrupted = recover_round(session)
+        assert interrupted is not None and interrupted.round_id == 0
+        record = repository.get_round(session, round_id=0)
+        assert record is not None and record.closed_at is not None
+        assert record.stats == {"result": "interrupted"}
+        stored = repository.get_tasks(session, task_ids=[t.task_id for t in drawn])
+        assert all(t.pool == "retired" for t in stored.values())
+        assert recover_round(session) is None
+        assert next_round_id(session) == 1
+
+
+async def test_no_round_is_recorded_without_miners_or_tasks(
+    net: LocalNet, synth_index: SearchIndex, tmp_path: Path
+) -> None:
+    empty = make_sessions(tmp_path / "empty")
+    async with running_rig(net, synth_index, empty, agents={"miner1": scripted_agent}) as rig:
+        no_tasks = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+        snapshot = await rig.snapshot()
+        alone = snapshot.model_copy(update={"neurons": tuple(n for n in snapshot.neurons if n.uid <= 1)})
+        no_miners = await run_round(rig.deps, rig.config, alone, round_id=0)
+    assert (no_tasks.result, no_tasks.round_id) == ("no_tasks", None)
+    assert (no_miners.result, no_miners.round_id) == ("no_miners", None)
+    with empty() as session:
+        assert repository.last_round(session) is None
+
+
+def _neuron(uid: int, *, endpoint: str | None = "http://127.0.0.1:1") -> Neuron:
+    return Neuron(
+        uid=uid,
+        hotkey=f"hk{uid}",
+        coldkey=f"ck{uid}",
+        stake=0.0,
+        validator_permit=False,
+        endpoint=endpoint,
+        last_update=0,
+    )
+
+
+def _snapshot(neurons: Sequence[Neuron], owner_uid: int = 0) -> MetagraphSnapshot:
+    return MetagraphSnapshot(
+        netuid=1,
+        block=10,
+        neurons=tuple(neurons),
+        owner_hotkey="hk0",
+        owner_uid=owner_uid,
+        taken_at=datetime.now(UTC),
+    )
+
+
+def test_pick_miners_skips_us_the_owner_and_the_unserved() -> None:
+    snapshot = _snapshot([_neuron(0), _neuron(1), _neuron(2, endpoint=None), _neuron(3), _neuron(4)])
+    picked = pick_miners(snapshot, self_hotkey="hk1", n=0, key=b"k")
+    assert [n.uid for n in picked] == [3, 4]
+
+
+def test_pick_miners_samples_reproducibly_per_round() -> None:
+    snapshot = _snapshot([_neuron(uid) for uid in range(40)])
+    first = pick_miners(snapshot, self_hotkey="hk1", n=8, key=b"round-1")
+    assert len(first) == 8 and [n.uid for n in first] == sorted(n.uid for n in first)
+    assert first == pick_miners(snapshot, self_hotkey="hk1", n=8, key=b"round-1")
+    others = [pick_miners(snapshot, self_hotkey="hk1", n=8, key=f"round-{r}".encode()) for r in range(2, 6)]
+    assert any(o != first for o in others)
+    assert {1, 0} & {n.uid for o in [first, *others] for n in o} == set()
+    assert len(pick_miners(snapshot, self_hotkey="hk1", n=100, key=b"x")) == 38
+
+
+def test_verdicts() -> None:
+    from tests.storage.factories import make_task, make_trace
+
+    answered = make_trace(5, task=make_task(1), score=0.9).judgment
+    assert verdict(answered) == "success"
+    unanswered = make_trace(6, task=make_task(1), answered=False).judgment
+    assert verdict(unanswered) == "unanswered"
