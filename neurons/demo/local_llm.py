@@ -99,6 +99,7 @@ class LocalLLM:
         threads: int | None = None,
         startup_timeout_s: float = 120.0,
         log_path: Path | None = None,
+        chat_format: str = CHAT_FORMAT,
     ) -> None:
         """Prepare (not start) the server.
 
@@ -110,6 +111,8 @@ class LocalLLM:
             threads: CPU threads for llama.cpp; None lets it decide.
             startup_timeout_s: how long to wait for the server to answer.
             log_path: where the server's output goes; None discards it.
+            chat_format: the registered chat handler (``arena-tools``, or ``arena-tools-thinking``
+                for compact tool results and a thought before each call).
         """
         self.model_file = model
         self.host = host
@@ -118,6 +121,7 @@ class LocalLLM:
         self.threads = threads
         self.startup_timeout_s = startup_timeout_s
         self.log_path = log_path
+        self.chat_format = chat_format
         self.model = MODEL_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -147,7 +151,7 @@ class LocalLLM:
             "--port",
             str(port),
             "--chat_format",
-            CHAT_FORMAT,
+            self.chat_format,
             "--n_ctx",
             str(self.context_tokens),
             "--verbose",
@@ -170,7 +174,7 @@ class LocalLLM:
         command = self.command()
         self._log = open(self.log_path, "ab") if self.log_path else None  # closed in stop()
         output: IO[bytes] | int = self._log if self._log is not None else subprocess.DEVNULL
-        logger.info("local_llm=starting port=%s chat_format=%s", self.port, CHAT_FORMAT)
+        logger.info("local_llm=starting port=%s chat_format=%s", self.port, self.chat_format)
         self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output)
         try:
             self._wait_ready()

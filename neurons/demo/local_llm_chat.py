@@ -18,6 +18,7 @@ Run as ``python -m neurons.demo.local_llm_chat <llama_cpp.server arguments> --ch
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import time
@@ -25,64 +26,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from neurons.demo.chatml import CALL_OPEN, END, Observations, render_prompt
+
 HANDLER_NAME = "arena-tools"
-CALL_OPEN = "<tool_call>\n"
-CALL_CLOSE = "\n</tool_call>"
+# The learning benchmark's variant: compact tool results, and a short free-text thought before
+# each call (the model writes its reasons, then the call under the grammar).
+THINKING_HANDLER_NAME = "arena-tools-thinking"
 ANSWER = "Answer:"
+THOUGHT_TOKENS = 96
 DEFAULT_MAX_TOKENS = 256
 # Request fields passed through to llama.cpp's sampler when the client sets them.
 SAMPLING = ("top_p", "top_k", "min_p", "repeat_penalty", "presence_penalty", "frequency_penalty")
-TOOLS_PREAMBLE = (
-    "You can call these tools. To call one, reply with exactly one tool call in this form:\n"
-    + CALL_OPEN
-    + '{"name": "<tool name>", "arguments": {<the arguments as a JSON object>}}'
-    + CALL_CLOSE
-    + "\nEach tool's result comes back in a <tool_response> block.\nTools:"
-)
-
-
-def render_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> str:
-    """Render an OpenAI conversation as a ChatML prompt ending in an open assistant turn.
-
-    Args:
-        messages: OpenAI chat messages (dicts).
-        tools: OpenAI tool schemas, listed in the system turn; None or empty lists nothing.
-
-    Returns:
-        The prompt text (no escaping of any kind).
-    """
-    names = {
-        call.get("id"): call.get("function", {}).get("name", "")
-        for message in messages
-        for call in message.get("tool_calls") or ()
-    }
-    tool_lines = [
-        json.dumps(
-            {key: tool["function"].get(key) for key in ("name", "description", "parameters")},
-            ensure_ascii=False,
-        )
-        for tool in tools or ()
-    ]
-    parts: list[str] = []
-    system_seen = False
-    for message in messages:
-        role, content = message.get("role"), _text(message.get("content"))
-        if role == "system" and not system_seen:
-            system_seen = True
-            if tool_lines:
-                content = "\n\n".join(filter(None, [content, TOOLS_PREAMBLE, "\n".join(tool_lines)]))
-            parts.append(_turn("system", content))
-        elif role == "assistant":
-            calls = [_render_call(call) for call in message.get("tool_calls") or ()]
-            parts.append(_turn("assistant", content + "".join(calls)))
-        elif role == "tool":
-            name = names.get(message.get("tool_call_id"), "tool")
-            parts.append(_turn("user", f'<tool_response name="{name}">\n{content}\n</tool_response>'))
-        else:
-            parts.append(_turn("user" if role != "system" else "system", content))
-    if tool_lines and not system_seen:
-        parts.insert(0, _turn("system", f"{TOOLS_PREAMBLE}\n" + "\n".join(tool_lines)))
-    return "".join(parts) + "<|im_start|>assistant\n"
 
 
 def call_schema(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -111,19 +65,27 @@ def tool_call_handler(
     max_tokens: int | None = None,
     stream: bool = False,
     seed: int | None = None,
+    *,
+    observations: Observations = "raw",
+    think: bool = False,
     **sampling: Any,
 ) -> dict[str, Any]:
-    """Answer one chat completion request (llama-cpp-python's chat handler signature)."""
+    """Answer one chat completion request (llama-cpp-python's chat handler signature).
+
+    ``observations`` and ``think`` are fixed per registered handler name (see :func:`main`): with
+    ``think``, a call the request requires is preceded by up to ``THOUGHT_TOKENS`` of free text,
+    returned as the message content.
+    """
     grammars = _llama_module("llama_cpp.llama_grammar")
     if stream:
         raise ValueError(f"the {HANDLER_NAME} chat format does not stream")
     limit = max_tokens or DEFAULT_MAX_TOKENS
     offered = _offered(tools or [], tool_choice)
-    prompt = render_prompt(messages, offered if tool_choice != "none" else None)
+    prompt = render_prompt(messages, offered if tool_choice != "none" else None, observations=observations)
     common: dict[str, Any] = {
         "temperature": temperature,
         "seed": seed,
-        "stop": ["<|im_end|>"],
+        "stop": [END],
         **{key: sampling[key] for key in SAMPLING if sampling.get(key) is not None},
     }
     used = 0
@@ -143,12 +105,20 @@ def tool_call_handler(
     if not offered:
         text = llama.create_completion(prompt=prompt, max_tokens=limit, **common)
         return _response(text, content=text["choices"][0]["text"].strip(), calls=[], extra=used)
+    thought = ""
+    if think:
+        reply = llama.create_completion(
+            prompt=prompt, max_tokens=THOUGHT_TOKENS, **{**common, "stop": [CALL_OPEN.strip(), END]}
+        )
+        used += reply["usage"]["completion_tokens"]
+        thought = reply["choices"][0]["text"]
     grammar = grammars.LlamaGrammar.from_json_schema(json.dumps(call_schema(offered)), verbose=False)
     completion = llama.create_completion(
-        prompt=prompt + CALL_OPEN, max_tokens=limit, grammar=grammar, **common
+        prompt=prompt + thought + CALL_OPEN, max_tokens=limit, grammar=grammar, **common
     )
     raw = completion["choices"][0]["text"]
-    return _response(completion, content=None, calls=[_parse_call(raw, offered)], extra=used)
+    content = thought.strip() or None
+    return _response(completion, content=content, calls=[_parse_call(raw, offered)], extra=used)
 
 
 def _offered(tools: list[dict[str, Any]], tool_choice: str | dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -201,32 +171,12 @@ def _response(
     }
 
 
-def _render_call(call: Mapping[str, Any]) -> str:
-    function = call.get("function", {})
-    try:
-        arguments: Any = json.loads(function.get("arguments") or "{}")
-    except json.JSONDecodeError:
-        arguments = function.get("arguments")
-    body = json.dumps({"name": function.get("name"), "arguments": arguments}, ensure_ascii=False)
-    return f"{CALL_OPEN}{body}{CALL_CLOSE}"
-
-
-def _turn(role: str, content: str) -> str:
-    return f"<|im_start|>{role}\n{content}<|im_end|>\n"
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: keep the text ones
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
 def main() -> None:
     """Register the handler, then run llama-cpp-python's server with the command-line arguments."""
     registry = _llama_module("llama_cpp.llama_chat_format").LlamaChatCompletionHandlerRegistry()
     registry.register_chat_completion_handler(HANDLER_NAME, tool_call_handler, overwrite=True)
+    thinking = functools.partial(tool_call_handler, observations="compact", think=True)
+    registry.register_chat_completion_handler(THINKING_HANDLER_NAME, thinking, overwrite=True)
     _llama_module("llama_cpp.server.__main__").main()
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from neurons.demo import local_llm_chat
-from neurons.demo.local_llm_chat import call_schema, render_prompt, tool_call_handler
+from neurons.demo.chatml import render_prompt
+from neurons.demo.local_llm_chat import call_schema, tool_call_handler
 
 TOOLS = [
     {
@@ -177,3 +178,17 @@ def test_sampling_fields_pass_through_and_streaming_is_refused() -> None:
     assert llama.calls[0]["repeat_penalty"] == 1.3 and "top_k" not in llama.calls[0]
     with pytest.raises(ValueError, match="stream"):
         tool_call_handler(FakeLlama(), CONVERSATION[:2], stream=True)
+
+
+def test_thinking_writes_a_thought_then_the_call_after_it() -> None:
+    llama = FakeLlama("Search for red shoes first.", '{"name": "find_product", "arguments": {"q": "red"}}')
+    response = tool_call_handler(
+        llama, CONVERSATION[:2], tools=TOOLS, tool_choice="required", think=True, observations="compact"
+    )
+    thought_call, call = llama.calls
+    assert "grammar" not in thought_call and thought_call["stop"] == ["<tool_call>", "<|im_end|>"]
+    assert call["prompt"] == thought_call["prompt"] + "Search for red shoes first.<tool_call>\n"
+    message = response["choices"][0]["message"]
+    assert message["content"] == "Search for red shoes first."
+    assert message["tool_calls"][0]["function"]["name"] == "find_product"
+    assert response["usage"]["completion_tokens"] == 14
