@@ -1,4 +1,4 @@
-"""What commands print on stderr: an error is one unwrapped line whatever its length or the terminal's width."""
+"""What commands print on stderr: an error is one unwrapped line, whatever its length or the width."""
 
 from __future__ import annotations
 
