@@ -130,7 +130,7 @@ def judge_command(
             raw_trajectory[0], task_id=the_task.task_id, query=the_task.query
         )
         log = load_log(tool_log) if tool_log is not None else None
-        search_index = open_index(index)
+        search_index = open_index(index, warm=log is None)  # a given log: no search, no stemmer
     except (UnusableInput, ValueError, ValidationError, ArenaError) as exc:
         fail(str(exc))
     warnings: list[str] = []

@@ -16,6 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from arena.index import build_index, open_index
+from arena.tools import ToolContext
+from judging.replay import replay_log
+from tests.judging.factory import SHOP_QUERY, shop_task
+from tests.neurons.cli.test_judge import SHOP_STEPS, play
+
 ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("datasets", "pyarrow", "pandas", "torch", "nltk")
 COMMANDS = ("catalog", "curate", "demo", "evaluate", "judge", "miner", "tasks", "tools", "validator")
@@ -80,6 +86,25 @@ def test_judge_starts_without_the_heavy_libraries(tmp_path: Path) -> None:
     assert "neurons.cli.judge" in modules and "judging.judge" in modules
     assert heavy(modules) == []
     assert modules & COMMAND_MODULES == {"neurons.cli.judge"}
+
+
+def test_judging_with_a_tool_log_never_loads_the_stemmer(tmp_path: Path) -> None:
+    # A whole run: with the episode's log given nothing is searched, so nltk (and scipy) stay out.
+    index_dir = tmp_path / "index"
+    build_index([ROOT / "tests" / "fixtures" / "catalog.jsonl"], index_dir)
+    trajectory = play(index_dir, SHOP_QUERY, SHOP_STEPS)
+    index = open_index(index_dir)
+    log = replay_log(trajectory, ToolContext(index=index))
+    index.close()
+    files = {"task": shop_task().model_dump_json(), "trajectory": json.dumps(trajectory.to_wire())}
+    files["tool-log"] = json.dumps([entry.model_dump(mode="json") for entry in log])
+    args = ["judge", "--index", str(index_dir)]
+    for flag, body in files.items():
+        (tmp_path / f"{flag}.json").write_text(body, encoding="utf-8")
+        args += [f"--{flag}", str(tmp_path / f"{flag}.json")]
+    code, modules = loaded_modules(args, tmp_path)
+    assert code in (0, None)
+    assert heavy(modules) == [] and "scipy" not in modules
 
 
 def test_the_miner_starts_without_the_heavy_libraries(tmp_path: Path) -> None:
