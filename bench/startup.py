@@ -147,10 +147,10 @@ def main() -> None:
                 }
             row["speedup"] = round(row["before"]["median_s"] / row["after"]["median_s"], 2)
             rows.append(row)
+            before, after = row["before"]["median_s"], row["after"]["median_s"]
             print(
-                f"{name:38s} before {row['before']['median_s']:6.2f} s  after {row['after']['median_s']:6.2f} s"
-                f"  x{row['speedup']:<5}  heavy before={','.join(heavy['before']) or '-'}"
-                f" after={','.join(heavy['after']) or '-'}"
+                f"{name:38s} before {before:6.2f} s  after {after:6.2f} s  x{row['speedup']:<5}"
+                f"  heavy before={','.join(heavy['before']) or '-'} after={','.join(heavy['after']) or '-'}"
             )
     result = {
         "name": "startup",
