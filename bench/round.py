@@ -179,13 +179,8 @@ async def measure(root: Path, catalog: Path, n: int, tasks: int) -> dict[str, An
         port=port,
         data_dir=root / "validator",
         catalog=catalog,
-        tasks_per_round=tasks,
-        miners_per_round=0,
-        min_held_out=tasks + 2,
-        task_batch=tasks + 8,
-        practice_share=0.0,
-        never_touch_share=0.0,
-        episode_seconds=120,
+        round={"tasks_per_round": tasks, "miners_per_round": 0, "episode_seconds": 120},
+        pool={"min_held_out": tasks + 2, "batch": tasks + 8, "practice_share": 0.0, "never_touch_share": 0.0},
     )
     validator = open_validator(settings)
     app = create_validator_app(

@@ -2,7 +2,8 @@
 
 The role packages build on this: ``neurons.miner.settings`` and ``neurons.validator.settings``.
 Environment variables and ``.env`` are read only through these classes, once, in each
-process's ``main()`` (CLI flags passed as keyword overrides win over the environment).
+process's ``main()`` (CLI flags passed as keyword overrides win over the environment). Each
+field's ``description`` is also the help of its command-line flag (``neurons/cli/flags.py``).
 """
 
 from __future__ import annotations
@@ -37,15 +38,26 @@ class NeuronSettings(BaseSettings):
         validate_default=True,
     )
 
-    network: str = "finney"
-    netuid: int = Field(ge=0, le=65535)
-    wallet_name: str = "default"
-    wallet_hotkey: str = "default"
-    wallet_path: Path = Path("~/.bittensor/wallets")
-    local_chain: Path | None = None  # the local chain file, for network "local" only
-    chain_read_timeout: float = Field(default=30.0, gt=0)
-    chain_write_timeout: float = Field(default=120.0, gt=0)
-    log_level: LogLevel = "INFO"
+    network: str = Field(default="finney", description="finney, test, local or a ws:// / wss:// URL.")
+    netuid: int = Field(ge=0, le=65535, description="The subnet id.")
+    wallet_name: str = Field(default="default", description="Wallet (coldkey) name.")
+    wallet_hotkey: str = Field(default="default", description="Hotkey name in the wallet.")
+    wallet_path: Path = Field(default=Path("~/.bittensor/wallets"), description="Wallets directory.")
+    local_chain: Path | None = Field(default=None, description="Local chain file, for network local.")
+    chain_read_timeout: float = Field(default=30.0, gt=0, description="Seconds for a chain read.")
+    chain_write_timeout: float = Field(default=120.0, gt=0, description="Seconds for a chain write.")
+    log_level: LogLevel = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+
+    def __init__(self, **values: Any) -> None:
+        """Build from the environment, ``.env`` and ``values`` (which win); unknown names are refused.
+
+        Unknown *variables* are ignored (one ``.env`` may serve the validator and the miner), but
+        an unknown keyword is a caller's mistake, e.g. a setting that moved into a section.
+        """
+        unknown = sorted(set(values) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no setting {', '.join(unknown)}")
+        super().__init__(**values)
 
     @field_validator("network")
     @classmethod

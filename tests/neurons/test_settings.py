@@ -154,12 +154,14 @@ def test_validator_defaults_derive_from_the_data_dir(tmp_path: Path) -> None:
         {"judge": {"base_url": "http://vllm:8000/v1"}},  # no model
         {"judge": {"base_url": "http://vllm:8000/v1", "model": "m", "api_key": "replace0with0another"}},
         {"toolset": "sb-9"},
-        {"practice_share": 0.7, "never_touch_share": 0.5},
+        {"pool": {"practice_share": 0.7, "never_touch_share": 0.5}},
         {"policy": {"burn_share": 1.5}},
-        {"tasks_per_round": 0},
-        {"episode_seconds": 0},
-        {"task_intents": []},
-        {"task_intents": ["gossip"]},
+        {"round": {"tasks_per_round": 0}},
+        {"round": {"episode_seconds": 0}},
+        {"round": {"tasks": 3}},  # a section refuses a name it does not have
+        {"client": {"max_concurrency": 0}},
+        {"pool": {"intents": []}},
+        {"pool": {"intents": ["gossip"]}},
     ],
 )
 def test_bad_validator_settings_are_refused(values: dict[str, Any]) -> None:
