@@ -45,7 +45,8 @@ from neurons.chain.local.state import create_local_chain  # noqa: E402
 from neurons.chain.signing import make_nonce_store  # noqa: E402
 from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet  # noqa: E402
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
-from neurons.miner.app import MinerAppConfig, create_miner_app  # noqa: E402
+from neurons.miner.app import create_miner_app  # noqa: E402
+from neurons.miner.settings import MinerAppConfig  # noqa: E402
 from neurons.validator.app import create_validator_app  # noqa: E402
 from neurons.validator.process import open_validator  # noqa: E402
 from neurons.validator.settings import ValidatorSettings  # noqa: E402

@@ -174,7 +174,7 @@ def plan_miners(config: DemoConfig, llm_url: str | None, llm_model: str | None) 
                 env = {
                     "ARENA_LLM_BASE_URL": llm_url or "",
                     "ARENA_LLM_MODEL": llm_model or "",
-                    "ARENA_MAX_STEPS": str(config.max_steps),
+                    "ARENA_APP__MAX_STEPS": str(config.max_steps),
                 }
                 if config.llm_api_key is not None:
                     env["ARENA_LLM_API_KEY"] = config.llm_api_key.get_secret_value()

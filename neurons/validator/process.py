@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,7 +35,7 @@ from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.client import BittensorChain, open_neuron_chain
 from neurons.errors import ChainUnavailable, LocalChainError
-from neurons.logs import setup_logging
+from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
@@ -352,20 +350,18 @@ def main(overrides: dict[str, Any] | None = None, *, once: bool = False, json_ou
     Exits 2 on invalid settings or a missing wallet, index or schema; 1 when the chain or the
     database cannot be reached at start, or (with ``once``) when a job failed.
     """
-    try:
-        settings = ValidatorSettings(**(overrides or {}))
-    except ValidationError as exc:
-        print(f"error: invalid validator settings:\n{exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    setup_logging(settings.log_level)
-    try:
-        outcome = asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
-    except (StartupError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except (ChainUnavailable, LocalChainError, StorageError) as exc:
-        logger.error("validator_stopped error=%s", exc)
-        raise SystemExit(1) from None
+
+    def run(settings: ValidatorSettings) -> dict[str, Any] | None:
+        return asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
+
+    outcome = run_neuron(
+        "validator",
+        ValidatorSettings,
+        overrides,
+        run,
+        refused=(StartupError, FileNotFoundError),
+        stopped=(ChainUnavailable, LocalChainError, StorageError),
+    )
     if outcome is not None:
         if json_output:
             print(json.dumps(outcome, sort_keys=True))

@@ -9,31 +9,22 @@ typed (``run_round(..., config: RoundConfig)``, ``MinerClient(limits=ClientLimit
 ``replenish(config=PoolConfig)``), so each default is written once: here.
 
 The flat names these settings had before the sections (``ARENA_TASKS_PER_ROUND``...) are still
-read, below the new names, with a ``FutureWarning`` naming the new one (``RENAMED``).
+read, below the new names, with a ``FutureWarning`` naming the new one (``RENAMED``,
+``neurons.settings``).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import json
-import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
 from judging.scores import ScorePolicy
-from neurons.settings import NeuronSettings, _placeholder
-
-
-class Section(BaseModel):
-    """A frozen group of settings, read from ``ARENA_<SECTION>__<FIELD>``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+from neurons.settings import NeuronSettings, Section, _placeholder
 
 
 class RoundConfig(Section):
@@ -117,7 +108,6 @@ class JudgeSettings(Section):
         return self
 
 
-# The flat names of settings that moved into sections -> (section, field).
 RENAMED: dict[str, tuple[str, str]] = {
     "tasks_per_round": ("round", "tasks_per_round"),
     "miners_per_round": ("round", "miners_per_round"),
@@ -132,40 +122,6 @@ RENAMED: dict[str, tuple[str, str]] = {
     "task_intents": ("pool", "intents"),
     "task_findable": ("pool", "findable"),
 }
-
-
-class _RenamedVariables(PydanticBaseSettingsSource):
-    """Reads ``RENAMED``'s old ``ARENA_*`` names from the environment and ``.env``, with a warning."""
-
-    def __init__(self, settings_cls: type[BaseSettings], *sources: EnvSettingsSource) -> None:
-        super().__init__(settings_cls)
-        self.sources = sources  # in priority order: the environment, then .env
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        """Unused: ``__call__`` reads the old names directly."""
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        """The values found under old names, nested as the sections expect."""
-        found: dict[str, dict[str, Any]] = {}
-        for source in reversed(self.sources):  # the lower priority first, so the higher overwrites it
-            for old, (section, name) in RENAMED.items():
-                raw = source.env_vars.get(f"arena_{old}")
-                if raw:
-                    new = f"ARENA_{section.upper()}__{name.upper()}"
-                    warnings.warn(
-                        f"ARENA_{old.upper()} is deprecated: set {new}", FutureWarning, stacklevel=2
-                    )
-                    found.setdefault(section, {})[name] = _decoded(raw)
-        return found
-
-
-def _decoded(raw: str) -> Any:
-    # The environment source decodes a complex value (the intents list) from JSON; so does this.
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
 
 
 class ValidatorSettings(NeuronSettings):
@@ -227,19 +183,7 @@ class ValidatorSettings(NeuronSettings):
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     policy: ScorePolicy = Field(default_factory=ScorePolicy)
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """The usual sources, with the renamed variables below the current names."""
-        readers = [s for s in (env_settings, dotenv_settings) if isinstance(s, EnvSettingsSource)]
-        renamed = _RenamedVariables(settings_cls, *readers)
-        return init_settings, env_settings, dotenv_settings, renamed, file_secret_settings
+    renamed = RENAMED
 
     @field_validator("workers")
     @classmethod

@@ -30,6 +30,7 @@ from arena.pools import assign_pools
 from arena.rotation import draw_round, retire
 from arena.types import POOLS, Pool, Task
 from neurons import metrics
+from neurons.errors import NeuronError
 from neurons.validator.settings import PoolConfig
 from storage import repository
 
@@ -38,7 +39,7 @@ logger = logging.getLogger(__name__)
 _SEED_LABEL = b"arena.generate/1:"
 
 
-class TaskAuditFailed(Exception):
+class TaskAuditFailed(NeuronError):
     """The audit over the stored and the new tasks found a cross-pool leak; nothing was stored."""
 
 

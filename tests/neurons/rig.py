@@ -19,7 +19,8 @@ from judging.reasoning import Completer
 from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.signing import make_nonce_store
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
-from neurons.miner.app import MinerAppConfig, create_miner_app
+from neurons.miner.app import create_miner_app
+from neurons.miner.settings import MinerAppConfig
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import RoundDeps

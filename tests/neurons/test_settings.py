@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from neurons.miner.settings import MinerSettings
+from neurons.miner.settings import MinerAppConfig, MinerSettings
 from neurons.validator.settings import ValidatorSettings
 
 
@@ -167,3 +167,18 @@ def test_validator_defaults_derive_from_the_data_dir(tmp_path: Path) -> None:
 def test_bad_validator_settings_are_refused(values: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         vsettings(**values)
+
+
+def test_the_miner_endpoint_is_a_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_APP__MIN_STAKE", "250")
+    monkeypatch.setenv("ARENA_APP__MAX_CONCURRENT_TASKS", "4")
+    loaded = settings(host="10.0.0.5")
+    assert (loaded.app.min_stake, loaded.app.max_concurrent_tasks) == (250.0, 4)
+    assert loaded.app.max_steps == MinerAppConfig().max_steps  # the default, written once
+
+
+def test_the_miner_reads_a_flat_name_of_before_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_AUTH_MAX_AGE", "20")
+    with pytest.warns(FutureWarning, match="ARENA_AUTH_MAX_AGE is deprecated: set ARENA_APP__AUTH_MAX_AGE"):
+        loaded = settings(host="10.0.0.5")
+    assert loaded.app.auth_max_age == 20.0

@@ -107,7 +107,7 @@ def test_plan_has_each_kind_per_count_with_the_right_agents(tmp_path: Path) -> N
     assert llm.env == {
         "ARENA_LLM_BASE_URL": "http://127.0.0.1:1/v1",
         "ARENA_LLM_MODEL": "smol",
-        "ARENA_MAX_STEPS": "5",
+        "ARENA_APP__MAX_STEPS": "5",
     }
 
 
