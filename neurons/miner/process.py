@@ -34,6 +34,8 @@ from neurons.protocol import PROTOCOL_VERSION
 logger = logging.getLogger(__name__)
 
 WORKER_SETTINGS_ENV = "ARENA_MINER_WORKER_SETTINGS"  # the parent's resolved settings, for workers
+START_REFUSED = (AgentError, FileNotFoundError)  # exit 2: a bad agent spec, no hotkey file
+STOPPED_BY = (ChainUnavailable, LocalChainError, EndpointRefused)  # exit 1: the chain refused or is away
 
 
 def build_app(settings: MinerSettings) -> FastAPI:
@@ -122,14 +124,7 @@ def main(overrides: dict[str, Any] | None = None) -> None:
 
     Exits 2 on invalid settings or agent spec, 1 when the chain refuses or cannot be reached.
     """
-    run_neuron(
-        "miner",
-        MinerSettings,
-        overrides,
-        run,
-        refused=(AgentError, FileNotFoundError),
-        stopped=(ChainUnavailable, LocalChainError, EndpointRefused),
-    )
+    run_neuron("miner", MinerSettings, overrides, run, refused=START_REFUSED, stopped=STOPPED_BY)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,9 @@ from storage.export import curate_and_export
 
 logger = logging.getLogger(__name__)
 
+START_REFUSED = (StartupError, FileNotFoundError)  # exit 2: no index, schema, secret or hotkey file
+STOPPED_BY = (ChainUnavailable, LocalChainError, StorageError)  # exit 1: the chain or database is away
+
 Exporter = Callable[[Session, Path], Mapping[str, Any]]
 """The periodic export: curate and export judged traces into a directory (``curation_exporter``)."""
 
@@ -355,12 +358,7 @@ def main(overrides: dict[str, Any] | None = None, *, once: bool = False, json_ou
         return asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
 
     outcome = run_neuron(
-        "validator",
-        ValidatorSettings,
-        overrides,
-        run,
-        refused=(StartupError, FileNotFoundError),
-        stopped=(ChainUnavailable, LocalChainError, StorageError),
+        "validator", ValidatorSettings, overrides, run, refused=START_REFUSED, stopped=STOPPED_BY
     )
     if outcome is not None:
         if json_output:
