@@ -15,7 +15,7 @@ MINER_FLAGS = (
     Flag("llm_model"),
     Flag("external_ip"),
     Flag("workers"),
-    Flag("min_stake"),
+    Flag("app.min_stake"),
     Flag("serve_on_chain", "--serve"),
 )
 

@@ -11,15 +11,7 @@ from pydantic import ValidationError
 from neurons.miner.settings import MinerAppConfig, MinerSettings
 from neurons.validator.settings import ValidatorSettings
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("ARENA_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_arena_env")
 
 
 def settings(**values: Any) -> MinerSettings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,7 @@ from typer.testing import CliRunner
 
 from neurons.cli import app
 
-
-@pytest.fixture(autouse=True)
-def no_arena_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith("ARENA_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_arena_env")
 
 
 def test_help_shows_an_example() -> None:

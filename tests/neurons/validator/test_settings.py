@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +9,7 @@ import pytest
 
 from neurons.validator.settings import RENAMED, ClientLimits, PoolConfig, RoundConfig, ValidatorSettings
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    for name in list(os.environ):
-        if name.startswith("ARENA_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_arena_env")
 
 
 def vsettings(**values: Any) -> ValidatorSettings:
