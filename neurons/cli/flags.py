@@ -80,6 +80,18 @@ def env_name(settings: type[BaseModel], path: str) -> str:
     return prefix + path.replace(".", "__").upper()
 
 
+def settings_variables(settings: type[BaseModel]) -> list[str]:
+    """Every variable the settings read: ``ARENA_<FIELD>``, and ``ARENA_<SECTION>__<FIELD>`` in a section."""
+    names = []
+    for name, field in settings.model_fields.items():
+        section = field.annotation
+        if isinstance(section, type) and issubclass(section, BaseModel):
+            names += [env_name(settings, f"{name}.{sub}") for sub in section.model_fields]
+        else:
+            names.append(env_name(settings, name))
+    return names
+
+
 def flag_help(settings: type[BaseModel], flag: Flag) -> str:
     """The help of ``flag``: its field's description, then its variable and default (or "required")."""
     field = field_of(settings, flag.path)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from pydantic import BaseModel
 
+from neurons.cli.flags import settings_variables
 from neurons.miner.settings import MinerSettings
 from neurons.settings import NeuronSettings
 from neurons.validator.settings import ValidatorSettings
@@ -25,21 +25,9 @@ FILES = {
 }
 
 
-def variables(settings: type[NeuronSettings]) -> set[str]:
-    """Every variable the settings read: ``ARENA_<FIELD>``, and ``ARENA_<SECTION>__<FIELD>`` in a section."""
-    names = set()
-    for name, field in settings.model_fields.items():
-        section = field.annotation
-        if isinstance(section, type) and issubclass(section, BaseModel):
-            names |= {f"ARENA_{name.upper()}__{sub.upper()}" for sub in section.model_fields}
-        else:
-            names.add(f"ARENA_{name.upper()}")
-    return names
-
-
 @pytest.mark.parametrize("role", list(ROLES))
 def test_every_variable_deploy_sets_is_read_under_its_current_name(role: str) -> None:
-    known = variables(ROLES[role])
+    known = set(settings_variables(ROLES[role]))
     renamed = {f"ARENA_{old.upper()}" for old in ROLES[role].renamed}
     for file in FILES[role]:
         text = (DEPLOY / file).read_text(encoding="utf-8")

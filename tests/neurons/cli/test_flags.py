@@ -11,7 +11,17 @@ import typer
 from pydantic import BaseModel
 
 from neurons.cli import ArenaGroup
-from neurons.cli.flags import NEURON_FLAGS, Flag, env_name, field_of, flag_help, overrides, with_flags
+from neurons.cli.flags import (
+    NEURON_FLAGS,
+    Flag,
+    env_name,
+    field_of,
+    flag_help,
+    flag_type,
+    overrides,
+    settings_variables,
+    with_flags,
+)
 from neurons.cli.lazy import load_command
 from neurons.cli.miner import MINER_FLAGS
 from neurons.cli.validator import VALIDATOR_FLAGS
@@ -19,6 +29,7 @@ from neurons.miner.settings import MinerSettings
 from neurons.validator.settings import ValidatorSettings
 
 ROOT = Path(__file__).resolve().parents[3]
+DOCS = {"validator": ROOT / "docs" / "validator.md", "miner": ROOT / "docs" / "protocol.md"}
 COMMANDS: dict[str, tuple[type[BaseModel], tuple[Flag, ...], set[str]]] = {
     # command -> its settings, its flags, and its options that are not settings
     "validator": (ValidatorSettings, VALIDATOR_FLAGS, {"once", "json_output"}),
@@ -123,3 +134,20 @@ def test_overrides_nest_sections_and_drop_absent_flags() -> None:
     }
     assert Flag("serve_on_chain", "--serve").option(True) == "--serve/--no-serve"
     assert Flag("round.tasks_per_round").option(False) == "--tasks-per-round"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_settings_table_lists_every_variable_with_its_flag(name: str) -> None:
+    settings, flags, _ = COMMANDS[name]
+    rows = [
+        line for line in DOCS[name].read_text(encoding="utf-8").splitlines() if line.startswith("| `ARENA_")
+    ]
+    missing = [v for v in settings_variables(settings) if not any(f"`{v}`" in row for row in rows)]
+    assert missing == [], f"{DOCS[name].name} does not list {missing}"
+    for flag in flags:
+        variable = env_name(settings, flag.path)
+        shown = flag.option(flag_type(field_of(settings, flag.path)) is bool).split("/")[0]
+        # The row naming it in its first cell, else any that names it (``ARENA_LOCAL_CHAIN`` in a note).
+        named = [row for row in rows if f"`{variable}`" in row.split(" | ")[0]]
+        row = (named or [row for row in rows if f"`{variable}`" in row])[0]
+        assert f"`{shown}" in row, f"{DOCS[name].name}: {variable}'s row does not name {shown}"
