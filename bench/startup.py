@@ -125,6 +125,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per case and tree")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     args = parser.parse_args()
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="arena-startup-") as tmp:
         work = Path(tmp)
         trees = {"before": extract(args.before, work / "before"), "after": ROOT}
@@ -157,7 +158,10 @@ def main() -> None:
         "before": args.before,
         "runs": args.runs,
         "cpu_count": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "load_average": {
+            "start": [round(x, 2) for x in load_before],
+            "end": [round(x, 2) for x in os.getloadavg()],
+        },
         "python": platform.python_version(),
         "cases": rows,
     }
