@@ -121,8 +121,11 @@ def _read_manifest(index_dir: Path) -> dict[str, Any]:
     return manifest
 
 
-def open_index(index_dir: Path, *, catalog_version: str | None = None) -> SearchIndex:
+def open_index(index_dir: Path, *, catalog_version: str | None = None, warm: bool = True) -> SearchIndex:
     """Open a built index read-only, checking its manifest, files and (optionally) catalog version.
+
+    ``warm`` loads the query stemmer now, so the first search does not wait for it; a caller that
+    only looks products up (``arena judge`` with a tool log) passes False and never loads nltk.
 
     Raises:
         SearchIndexError: the index is missing, corrupt, built with other parameters, or of
@@ -151,7 +154,8 @@ def open_index(index_dir: Path, *, catalog_version: str | None = None) -> Search
     except (OSError, ValueError, KeyError, TypeError, sqlite3.Error) as exc:
         db.close()
         raise SearchIndexError(f"corrupt search index {index_dir}: {exc}") from exc
-    load_stemmer()  # queries stem: pay the import at start-up, not in the first tool call
+    if warm:
+        load_stemmer()  # queries stem: pay the import at start-up, not in the first tool call
     return index
 
 

@@ -45,7 +45,8 @@ from neurons.chain.local.state import create_local_chain  # noqa: E402
 from neurons.chain.signing import make_nonce_store  # noqa: E402
 from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet  # noqa: E402
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
-from neurons.miner.app import MinerAppConfig, create_miner_app  # noqa: E402
+from neurons.miner.app import create_miner_app  # noqa: E402
+from neurons.miner.settings import MinerAppConfig  # noqa: E402
 from neurons.validator.app import create_validator_app  # noqa: E402
 from neurons.validator.process import open_validator  # noqa: E402
 from neurons.validator.settings import ValidatorSettings  # noqa: E402
@@ -179,13 +180,8 @@ async def measure(root: Path, catalog: Path, n: int, tasks: int) -> dict[str, An
         port=port,
         data_dir=root / "validator",
         catalog=catalog,
-        tasks_per_round=tasks,
-        miners_per_round=0,
-        min_held_out=tasks + 2,
-        task_batch=tasks + 8,
-        practice_share=0.0,
-        never_touch_share=0.0,
-        episode_seconds=120,
+        round={"tasks_per_round": tasks, "miners_per_round": 0, "episode_seconds": 120},
+        pool={"min_held_out": tasks + 2, "batch": tasks + 8, "practice_share": 0.0, "never_touch_share": 0.0},
     )
     validator = open_validator(settings)
     app = create_validator_app(

@@ -35,7 +35,8 @@ from neurons.chain.local.state import create_local_chain  # noqa: E402
 from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet  # noqa: E402
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest  # noqa: E402
-from neurons.validator.miner_client import ClientLimits, MinerClient  # noqa: E402
+from neurons.validator.miner_client import MinerClient  # noqa: E402
+from neurons.validator.settings import ClientLimits  # noqa: E402
 
 NETUID = 1
 

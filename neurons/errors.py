@@ -1,12 +1,30 @@
-"""Errors of the composition root (our own faults, raised and retried at the job boundary).
+"""Errors of the composition root: every public exception in neurons/ derives from ``NeuronError``.
+
+They are our own faults (raised, logged, retried at the job boundary) or a command's refusal of
+its input; a miner's faults are data, never these. Each is defined next to the code that raises
+it, which is where callers import it from; the tree (``tests/neurons/test_errors.py`` keeps it
+complete):
 
 NeuronError
-├── ChainUnavailable  a chain call timed out, lost its connection or could not be decoded;
-│                     the job that made it logs, counts, and retries on its next tick
-├── LocalChainError   the local chain file is missing, of another subnet, or asked for
-│                     something the local chain does not model
-└── DeadlinePassed    a miner query waited for a connection slot past its deadline and was
-                      never sent (validator overload: not the miner's fault)
+├── ChainUnavailable   a chain call timed out, lost its connection or could not be decoded;
+│                      the job that made it logs, counts, and retries on its next tick
+├── LocalChainError    the local chain file is missing, of another subnet, or asked for
+│                      something the local chain does not model
+├── EndpointRefused    the chain refused to serve the miner's endpoint, or there is no IP to serve
+├── DeadlinePassed     a miner query waited for a connection slot past its deadline and was
+│                      never sent (validator overload: not the miner's fault)
+├── AuthFailure        chain/chaintypes.py: a signed request refused (``reason``, safe to return)
+├── Refused            chain/local/rules.py: a call the local chain rejects, as subtensor would
+├── StartupError       validator/startup.py: the validator cannot start with these settings
+├── TaskAuditFailed    validator/taskpool.py: new tasks would leak across pools; none stored
+├── AgentError         miner/agents/contract.py: an agent spec cannot be loaded or built
+├── SelectionError     evaluation/selection.py: eval tasks or a manifest cannot be used
+├── RunMismatch        evaluation/settings.py: a run directory holds samples of other settings
+├── ModelUnavailable   evaluation/runner.py: the evaluated model's server is down or misnamed
+├── LocalLLMError      demo/local_llm.py: the local model is missing or its server did not start
+├── DemoError          demo/network.py: the demo cannot go on
+│   └── DemoInputError   bad input: a work dir that is not fresh, an endpoint that does not answer
+└── UnusableInput      cli/judge.py: an input file of `arena judge` cannot be used
 
 A chain *refusal* (rate limit, not registered, too few weights) is not an exception: it is a
 ``Submission``/``WeightSubmission`` with ``success=False`` and a reason code.
@@ -35,6 +53,10 @@ class ChainUnavailable(NeuronError):
 
 class LocalChainError(NeuronError):
     """The local chain file is missing or invalid, or a request is outside what it models."""
+
+
+class EndpointRefused(NeuronError):
+    """The chain refused to serve the miner's endpoint (not registered, rate limited), or it has no IP."""
 
 
 class DeadlinePassed(NeuronError):

@@ -2,17 +2,27 @@
 
 The role packages build on this: ``neurons.miner.settings`` and ``neurons.validator.settings``.
 Environment variables and ``.env`` are read only through these classes, once, in each
-process's ``main()`` (CLI flags passed as keyword overrides win over the environment).
+process's ``main()`` (CLI flags passed as keyword overrides win over the environment). Each
+field's ``description`` is also the help of its command-line flag (``neurons/cli/flags.py``).
+
+A role groups related settings into sections: frozen models nested under its settings, read
+from ``ARENA_<SECTION>__<FIELD>`` (``env_nested_delimiter``), and taken typed by the code that
+uses them, so each default is written once. A role's ``renamed`` table maps the flat names those
+settings had before (``ARENA_TASKS_PER_ROUND``) to their section; they are still read, below the
+current names, with a ``FutureWarning`` naming the new variable.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 NETWORKS = ("finney", "test", "local")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -23,6 +33,52 @@ _PLACEHOLDERS = frozenset({"changeme", "change-me", "changethis", "secret", "xxx
 def _placeholder(secret: str) -> bool:
     text = secret.strip().lower()
     return text in _PLACEHOLDERS or text.startswith(("replace", "changeme", "change-me"))
+
+
+class Section(BaseModel):
+    """A frozen group of settings, read from ``ARENA_<SECTION>__<FIELD>``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _RenamedVariables(PydanticBaseSettingsSource):
+    """Reads a role's ``renamed`` flat ``ARENA_*`` names from the environment and ``.env``, with a warning."""
+
+    def __init__(
+        self,
+        settings_cls: type[BaseSettings],
+        renamed: Mapping[str, tuple[str, str]],
+        *sources: EnvSettingsSource,
+    ) -> None:
+        super().__init__(settings_cls)
+        self.renamed = renamed
+        self.sources = sources  # in priority order: the environment, then .env
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        """Unused: ``__call__`` reads the old names directly."""
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        """The values found under old names, nested as the sections expect."""
+        found: dict[str, dict[str, Any]] = {}
+        for source in reversed(self.sources):  # the lower priority first, so the higher overwrites it
+            for old, (section, name) in self.renamed.items():
+                raw = source.env_vars.get(f"arena_{old}")
+                if raw:
+                    new = f"ARENA_{section.upper()}__{name.upper()}"
+                    warnings.warn(
+                        f"ARENA_{old.upper()} is deprecated: set {new}", FutureWarning, stacklevel=2
+                    )
+                    found.setdefault(section, {})[name] = _decoded(raw)
+        return found
+
+
+def _decoded(raw: str) -> Any:
+    # The environment source decodes a complex value (a list) from JSON; so does this.
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
 class NeuronSettings(BaseSettings):
@@ -37,15 +93,44 @@ class NeuronSettings(BaseSettings):
         validate_default=True,
     )
 
-    network: str = "finney"
-    netuid: int = Field(ge=0, le=65535)
-    wallet_name: str = "default"
-    wallet_hotkey: str = "default"
-    wallet_path: Path = Path("~/.bittensor/wallets")
-    local_chain: Path | None = None  # the local chain file, for network "local" only
-    chain_read_timeout: float = Field(default=30.0, gt=0)
-    chain_write_timeout: float = Field(default=120.0, gt=0)
-    log_level: LogLevel = "INFO"
+    network: str = Field(default="finney", description="finney, test, local or a ws:// / wss:// URL.")
+    netuid: int = Field(ge=0, le=65535, description="The subnet id.")
+    wallet_name: str = Field(default="default", description="Wallet (coldkey) name.")
+    wallet_hotkey: str = Field(default="default", description="Hotkey name in the wallet.")
+    wallet_path: Path = Field(default=Path("~/.bittensor/wallets"), description="Wallets directory.")
+    local_chain: Path | None = Field(default=None, description="Local chain file, for network local.")
+    chain_read_timeout: float = Field(default=30.0, gt=0, description="Seconds for a chain read.")
+    chain_write_timeout: float = Field(default=120.0, gt=0, description="Seconds for a chain write.")
+    log_level: LogLevel = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+
+    # Flat names of settings that moved into a section -> (section, field); still read, with a warning.
+    renamed: ClassVar[Mapping[str, tuple[str, str]]] = {}
+
+    def __init__(self, **values: Any) -> None:
+        """Build from the environment, ``.env`` and ``values`` (which win); unknown names are refused.
+
+        Unknown *variables* are ignored (one ``.env`` may serve the validator and the miner), but
+        an unknown keyword is a caller's mistake, e.g. a setting that moved into a section.
+        """
+        # Names with a leading underscore are pydantic-settings' own options (``_env_file``...).
+        unknown = sorted(n for n in values if n not in type(self).model_fields and not n.startswith("_"))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no setting {', '.join(unknown)}")
+        super().__init__(**values)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The usual sources, with the role's renamed variables below the current names."""
+        readers = [s for s in (env_settings, dotenv_settings) if isinstance(s, EnvSettingsSource)]
+        renamed = _RenamedVariables(settings_cls, cls.renamed, *readers)
+        return init_settings, env_settings, dotenv_settings, renamed, file_secret_settings
 
     @field_validator("network")
     @classmethod

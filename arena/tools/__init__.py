@@ -21,6 +21,7 @@ from arena.tools import (
     view_product_information,
 )
 from arena.tools.tool import (
+    DEFAULT_TOOLSET,
     Tool,
     ToolArgs,
     ToolContext,
@@ -43,7 +44,6 @@ __all__ = [
     "tool_schemas",
 ]
 
-DEFAULT_TOOLSET = "sb-1"
 _SB1: tuple[Tool[Any], ...] = (
     find_product.TOOL,
     view_product_information.TOOL,
@@ -51,7 +51,7 @@ _SB1: tuple[Tool[Any], ...] = (
     terminate.TOOL,
 )
 TOOLSETS: dict[str, tuple[Tool[Any], ...]] = {
-    "sb-1": _SB1,
+    DEFAULT_TOOLSET: _SB1,
     "arena-2": (*_SB1, find_products_in_same_shop.TOOL, calculate_voucher.TOOL),
 }
 _WIDEST = "arena-2"

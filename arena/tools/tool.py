@@ -29,6 +29,7 @@ class ToolArgs(BaseModel):
 
 
 A = TypeVar("A", bound=ToolArgs)
+DEFAULT_TOOLSET = "sb-1"  # ShoppingBench's four tools (``arena.tools.TOOLSETS``)
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ToolContext:
     """What a tool may touch while it runs: the read-only search index and the active tool set."""
 
     index: SearchIndex
-    toolset: str = "sb-1"
+    toolset: str = DEFAULT_TOOLSET
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from arena.types import Frozen
+from neurons.errors import NeuronError
 
 
 class Neuron(Frozen):
@@ -155,7 +156,7 @@ AUTH_REASONS: tuple[AuthReason, ...] = (
 )
 
 
-class AuthFailure(Exception):
+class AuthFailure(NeuronError):
     """A signed request was refused; ``reason`` is one of ``AUTH_REASONS`` (safe to return)."""
 
     def __init__(self, reason: AuthReason, message: str) -> None:

@@ -1,27 +1,64 @@
-"""The `arena` command line: one typer app, one module per command group."""
+"""The `arena` command line: one typer app whose commands each live in a module imported on first use.
+
+``arena --help`` and ``arena version`` import no command module; ``arena judge`` imports only
+``neurons.cli.judge`` and what it uses (``tests/neurons/cli/test_startup.py``).
+"""
 
 from __future__ import annotations
 
 import typer
 
-from neurons.cli import catalog, curate, demo, evaluate, judge, miner, tasks, tools, validator
+from neurons.cli.lazy import LazyCommand, LazyGroup
+
+
+class ArenaGroup(LazyGroup):
+    """The root group: every command but ``version``, by module, with the line ``arena --help`` shows."""
+
+    lazy_commands = {
+        "catalog": LazyCommand(
+            "neurons.cli.catalog:app",
+            "Make product catalogs (synthetic, or rebuilt from tasks) and index them.",
+        ),
+        "tasks": LazyCommand(
+            "neurons.cli.tasks:app",
+            "Shopping tasks: import, generate, leak clusters, pools, rotation, audit.",
+        ),
+        "tools": LazyCommand("neurons.cli.tools:app", "The agent tool server."),
+        "eval": LazyCommand(
+            "neurons.cli.evaluate:app",
+            "Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.",
+        ),
+        "miner": LazyCommand(
+            "neurons.cli.miner:miner",
+            "Run a miner: serve the agent behind the signed /v1/tasks endpoint and advertise it on chain.",
+        ),
+        "validator": LazyCommand(
+            "neurons.cli.validator:validator",
+            "Run a validator: host the tools, query miners in rounds, judge, store, and set weights.",
+        ),
+        "judge": LazyCommand(
+            "neurons.cli.judge:judge_command",
+            "Judge one trajectory offline and print the verdict as one JSON object.",
+        ),
+        "demo": LazyCommand(
+            "neurons.cli.demo:demo",
+            "Run the local network: chain, validator, miners, local LLM, a few rounds, weights, export.",
+        ),
+        "curate": LazyCommand(
+            "neurons.cli.curate:curate",
+            "Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.",
+        ),
+    }
+
 
 app = typer.Typer(
-    name="arena",
-    help="Shopping Arena: a Bittensor subnet that judges shopping agents and curates their traces.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+    name="arena", cls=ArenaGroup, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False
 )
-app.add_typer(catalog.app, name="catalog")
-app.add_typer(tasks.app, name="tasks")
-app.add_typer(tools.app, name="tools")
-app.add_typer(evaluate.app, name="eval")
-app.command(name="miner")(miner.miner)
-app.command(name="validator")(validator.validator)
-app.command(name="judge")(judge.judge_command)
-app.command(name="demo")(demo.demo)
-app.command(name="curate")(curate.curate)
+
+
+@app.callback()
+def arena() -> None:
+    """Shopping Arena: a Bittensor subnet that judges shopping agents and curates their traces."""
 
 
 def main() -> None:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arena.catalog import write_products
 from arena.errors import CatalogError, InvalidTask, SearchIndexError
@@ -21,31 +19,26 @@ from arena.index import build_index
 from arena.shoppingbench import intent_from_path, load_shoppingbench
 from arena.synth import iter_synth_products
 from arena.types import Task
+from neurons.cli.console import fail, note, progress
 
 app = typer.Typer(
-    help="Make product catalogs (synthetic, or rebuilt from tasks) and index them.", no_args_is_help=True
+    help="Make product catalogs (synthetic, or rebuilt from tasks) and index them.",
+    no_args_is_help=True,
+    add_completion=False,
 )
 
 PROGRESS_EVERY = 5000
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print a machine-readable summary on stdout.")]
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
-
-
 @contextmanager
-def _progress(description: str, total: int | None) -> Iterator[Any]:
-    # Progress goes to stderr, and only to a terminal: stdout stays clean for --json.
-    console = Console(stderr=True)
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
-        task_id = bar.add_task(description, total=total)
+def _progress(label: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    # A bar update per product would cost more than writing it: redraw every PROGRESS_EVERY.
+    with progress(label, total) as update:
 
         def advance(count: int) -> None:
             if count % PROGRESS_EVERY == 0 or count == total:
-                bar.update(task_id, completed=count)
+                update(count)
 
         yield advance
 
@@ -73,7 +66,7 @@ def synth(
     Example: arena catalog synth --products 100000 --seed 7 --out catalog.jsonl.gz
     """
     if products < 1:
-        raise _fail("--products must be at least 1")
+        fail("--products must be at least 1")
     started = time.perf_counter()
     with _progress("synth", products) as advance:
         written = write_products(iter_synth_products(products, seed), out, on_product=advance)
@@ -116,7 +109,7 @@ def from_tasks(
         written = write_products(catalog.products, out, on_product=advance)
     conflicts = [asdict(c) for c in catalog.conflicts]
     for conflict in catalog.conflicts:
-        typer.echo(f"conflict: product {conflict.product_id}: {conflict.reason}", err=True)
+        note(f"conflict: product {conflict.product_id}: {conflict.reason}")
     if manifest is not None:
         body = {
             "gold_ids": catalog.gold_ids,
@@ -156,12 +149,12 @@ def build(
     """
     missing = [str(path) for path in catalog if not path.is_file()]
     if missing:
-        raise _fail(f"catalog file not found: {', '.join(missing)}")
+        fail(f"catalog file not found: {', '.join(missing)}")
     try:
         with _progress("index", None) as advance:
             report = build_index(catalog, index, progress=advance)
     except (CatalogError, SearchIndexError) as exc:
-        raise _fail(str(exc)) from exc
+        fail(str(exc))
     if as_json:
         typer.echo(json.dumps({"index": str(index), **asdict(report)}, ensure_ascii=False))
         return
@@ -186,12 +179,12 @@ def load_task_files(paths: list[Path]) -> list[Task]:
         if path.is_dir():
             found = sorted(path.glob("synthesize_*.jsonl*"))
             if not found:
-                raise _fail(f"no synthesize_*.jsonl task files in {path}")
+                fail(f"no synthesize_*.jsonl task files in {path}")
             files += found
         elif path.is_file():
             files.append(path)
         else:
-            raise _fail(f"task file not found: {path}")
+            fail(f"task file not found: {path}")
     tasks: list[Task] = []
     try:
         for path in files:
@@ -202,9 +195,9 @@ def load_task_files(paths: list[Path]) -> list[Task]:
             else:
                 tasks += load_shoppingbench([path])
     except (InvalidTask, OSError, ValueError) as exc:  # ValueError: undecodable text
-        raise _fail(str(exc)) from exc
+        fail(str(exc))
     if not tasks:
-        raise _fail("the task files hold no tasks")
+        fail("the task files hold no tasks")
     return tasks
 
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, cast
+from typing import Annotated, Any, cast
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import CurationError, SplitLeakError, StorageError
@@ -21,19 +19,12 @@ from storage.formats import FORMATS
 from storage.gates import CurationConfig, SplitBy, UnscoredPolicy
 from storage.traces import count_judged
 
-err = Console(stderr=True)
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
-
 
 def _formats(value: str) -> tuple[str, ...]:
     chosen = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
     unknown = [c for c in chosen if c not in FORMATS]
     if unknown or not chosen:
-        _fail(f"--format takes a comma-separated subset of {','.join(FORMATS)}, got {value!r}")
+        fail(f"--format takes a comma-separated subset of {','.join(FORMATS)}, got {value!r}")
     return chosen
 
 
@@ -88,9 +79,9 @@ def curate(
     """
     formats = _formats(fmt)
     if unscored not in ("keep", "drop", "separate"):
-        _fail(f"--unscored must be keep, drop or separate, got {unscored!r}")
+        fail(f"--unscored must be keep, drop or separate, got {unscored!r}")
     if split_by not in ("cluster", "none"):
-        _fail(f"--split-by must be cluster or none, got {split_by!r}")
+        fail(f"--split-by must be cluster or none, got {split_by!r}")
     try:
         config = CurationConfig(
             min_reasoning=min_reasoning,
@@ -103,7 +94,7 @@ def curate(
             miner_axis_sample=miner_axis_sample,
         )
     except CurationError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     funnel = _run(db, out, config, formats)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
@@ -123,34 +114,27 @@ def _run(db: str, out: Path, config: CurationConfig, formats: tuple[str, ...]) -
         url = make_url(db)
         engine = make_engine(db)
     except (ArgumentError, StorageError, ValueError) as exc:
-        _fail(f"--db {db!r} is not a usable database URL ({exc})")
+        fail(f"--db {db!r} is not a usable database URL ({exc})")
     source = url.render_as_string(hide_password=True)
     # SQLite would create a missing file; a typo in the path should say so instead.
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         if not Path(url.database).is_file():
             engine.dispose()
-            _fail(f"--db: no database file at {url.database}")
+            fail(f"--db: no database file at {url.database}")
     try:
         check_schema(engine)
         with make_sessionmaker(engine)() as session:
             total = count_judged(session)
-            columns = (TextColumn("curating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-            with Progress(*columns, console=err, transient=True, disable=not sys.stderr.isatty()) as bar:
-                task = bar.add_task("curating", total=total)
+            with progress("curating", total) as update:
                 return curate_and_export(
-                    session,
-                    out,
-                    config=config,
-                    formats=formats,
-                    source=source,
-                    progress=lambda done: bar.update(task, completed=done),
+                    session, out, config=config, formats=formats, source=source, progress=update
                 )
     except SplitLeakError as exc:
-        _fail(str(exc), code=1)
+        fail(str(exc), code=1)
     except StorageError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        _fail(f"cannot write {out}: {exc}")
+        fail(f"cannot write {out}: {exc}")
     finally:
         engine.dispose()
 

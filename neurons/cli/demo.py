@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 from pydantic import SecretStr
-from rich.console import Console
+
+from neurons.cli.console import error, fail, note, stderr_console, stdout_console
 
 DEFAULT_ROOT = Path(".arena/demo")
 
@@ -101,12 +102,10 @@ def demo(
     from neurons.demo.summary import summary_table
     from neurons.logs import setup_logging
 
-    err = Console(stderr=True, soft_wrap=True)
     setup_logging("WARNING")
     root = workdir or DEFAULT_ROOT / datetime.now().strftime("%Y%m%d-%H%M%S")
     if catalog is not None and not catalog.is_file():
-        err.print(f"[red]error:[/red] catalog file not found: {catalog}")
-        raise typer.Exit(2)
+        fail(f"catalog file not found: {catalog}")
     config = DemoConfig(
         workdir=root.resolve(),
         rounds=rounds,
@@ -125,34 +124,33 @@ def demo(
         episode_seconds=episode_seconds,
         max_steps=max_steps,
     )
-    err.print(f"arena demo: work dir {config.workdir}", highlight=False)
+    note(f"arena demo: work dir {config.workdir}")
+    err = stderr_console()
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with err.status("starting", spinner="dots") as status:
 
             def say(line: str) -> None:
-                err.print(line, highlight=False)
+                err.print(line, markup=False)
                 status.update(line)
 
             result = run_demo(config, say)
     except KeyboardInterrupt:
-        err.print("interrupted: every process the demo started has been stopped")
+        note("interrupted: every process the demo started has been stopped")
         raise typer.Exit(130) from None
     except LocalLLMError as exc:
-        err.print(f"[red]error:[/red] {exc} (or run with --no-llm, or --llm-base-url URL)", highlight=False)
-        raise typer.Exit(2) from None
+        fail(f"{exc} (or run with --no-llm, or --llm-base-url URL)")
     except DemoInputError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     except DemoError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        err.print(f"logs: {config.workdir / 'logs'}", highlight=False)
+        error(str(exc))
+        note(f"logs: {config.workdir / 'logs'}")
         raise typer.Exit(1) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    out = err if json_output else Console()
+    out = err if json_output else stdout_console()
     out.print(summary_table(result.miners, rounds=result.rounds))
-    out.print(f"database: {result.database}\nexport:   {result.export}", highlight=False)
+    out.print(f"database: {result.database}\nexport:   {result.export}", markup=False)
     if json_output:
         sys.stdout.write(json.dumps(result.as_json(), sort_keys=True) + "\n")

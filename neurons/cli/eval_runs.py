@@ -3,50 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
+from neurons.cli.console import fail, note, progress
 from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
 
-err = Console(stderr=True)
 JUDGE_API_KEY_ENV = "ARENA_JUDGE_API_KEY"
 
 
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print an error and exit with ``code`` (2: bad input)."""
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
-
-
 @contextmanager
-def progress(total: int, done: int, label: str) -> Iterator[Callable[[], None]]:
-    """A progress bar on stderr (only on a terminal); yields the function that advances it by one."""
-    columns = (
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=err, transient=True, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task(label, total=total, completed=done)
-        yield lambda: progress.advance(task)
+def counting(label: str, total: int, done: int) -> Iterator[Callable[[], None]]:
+    """A progress bar (``console.progress``) that yields the function advancing it by one sample."""
+    with progress(label, total, done) as update:
+        count = itertools.count(done + 1)
+        yield lambda: update(next(count))
 
 
 JUDGE_FORMATS = ("none", "json_object", "json_schema")
@@ -106,6 +84,7 @@ def rejudge(
     """
     from arena.errors import ArenaError
     from arena.index import open_index
+    from arena.tools import DEFAULT_TOOLSET
     from judging.judge import JudgeConfig
     from neurons.evaluation.outputs import load_run, rejudge_run, write_results
     from neurons.evaluation.records import RUN_FILE, write_json
@@ -122,11 +101,11 @@ def rejudge(
         search_index.close()
         fail("the index is of another catalog than the run's; pass the run's --index")
     config = JudgeConfig(
-        toolset=fingerprint.get("toolset", "sb-1"), catalog_version=search_index.catalog_version
+        toolset=fingerprint.get("toolset", DEFAULT_TOOLSET), catalog_version=search_index.catalog_version
     )
     k = int(run.get("k", 1))
     try:
-        with progress(len(tasks) * k, 0, "judging") as advance:
+        with counting("judging", len(tasks) * k, 0) as advance:
             judged = asyncio.run(
                 with_judge(
                     (judge_url, judge_model, judge_format),
@@ -155,7 +134,7 @@ def rejudge(
         )
     finally:
         search_index.close()
-    err.print(f"re-judged {judged} samples")
+    note(f"re-judged {judged} samples")
     print_summary(results, as_json, run_dir)
 
 

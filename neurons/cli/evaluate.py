@@ -11,25 +11,18 @@ from typing import Annotated, Any
 
 import typer
 
-from neurons.cli.eval_runs import (
-    JUDGE_FORMATS,
-    Judge,
-    compare,
-    err,
-    fail,
-    print_summary,
-    progress,
-    rejudge,
-    with_judge,
-)
+from neurons.cli.console import fail, note, warn
+from neurons.cli.eval_runs import JUDGE_FORMATS, Judge, compare, counting, print_summary, rejudge, with_judge
 from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
+from neurons.evaluation.settings import EvalSettings
 
 # The callback's docstring is the group's help (with its example), so no help= here.
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True, add_completion=False)
 app.command("rejudge")(rejudge)
 app.command("compare")(compare)
 
 API_KEY_ENV = "ARENA_LLM_API_KEY"
+DEFAULTS = EvalSettings()  # each option's default is the setting's, written once there
 DEFAULT_OUT = Path("eval-runs")
 
 
@@ -65,14 +58,14 @@ def evaluate(
         str | None, typer.Option("--model-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1.")
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name the server expects.")] = None,
-    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Samples per task.")] = 8,
+    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Samples per task.")] = DEFAULTS.k,
     temperature: Annotated[
         float | None,
         typer.Option("--temperature", min=0.0, help="Sampling temperature (default 0 for k=1, else 0.7)."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1024, help="Samples run at once.")
-    ] = 4,
+    ] = DEFAULTS.concurrency,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Run directory (default eval-runs/<model>); reruns resume it."),
@@ -80,7 +73,7 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     agent: Annotated[
         str, typer.Option("--agent", help="llm (default), scripted, or package.module:function.")
-    ] = "llm",
+    ] = DEFAULTS.agent,
     agent_option: Annotated[
         list[str] | None,
         typer.Option("--agent-option", help="KEY=VALUE option for the agent (JSON values); repeatable."),
@@ -94,24 +87,24 @@ def evaluate(
     ] = None,
     max_steps: Annotated[
         int, typer.Option("--max-steps", min=1, max=200, help="Model turns per sample.")
-    ] = 20,
+    ] = DEFAULTS.max_steps,
     max_tool_calls: Annotated[
         int, typer.Option("--max-tool-calls", min=1, max=1000, help="Tool calls per sample.")
-    ] = 30,
+    ] = DEFAULTS.max_tool_calls,
     task_timeout: Annotated[
         float, typer.Option("--task-timeout", min=1.0, max=3600.0, help="Seconds per sample.")
-    ] = 180.0,
+    ] = DEFAULTS.task_timeout_s,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Evaluate at most N tasks (seeded subset).")
     ] = None,
     seed: Annotated[
         int, typer.Option("--seed", help="Base seed: sampling seeds, task subset, bootstrap.")
-    ] = 0,
+    ] = DEFAULTS.seed,
     resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 10_000,
-    toolset: Annotated[str, typer.Option("--toolset", help="Tool set (sb-1 or arena-2).")] = "sb-1",
+    toolset: Annotated[str, typer.Option("--toolset", help="Tool set (sb-1 or arena-2).")] = DEFAULTS.toolset,
     retry_errors: Annotated[
         bool, typer.Option("--retry-errors", help="Re-run samples that ended in a model error.")
-    ] = False,
+    ] = DEFAULTS.retry_errors,
 ) -> None:
     """Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.
 
@@ -144,12 +137,9 @@ def evaluate(
         fail(str(exc))
     selection.bad_rows = report.bad
     for warning in selection.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        warn(warning)
     if manifest is not None:
-        err.print(
-            f"refused {selection.dropped_leak} tasks whose leak cluster is in {manifest.path}",
-            highlight=False,
-        )
+        note(f"refused {selection.dropped_leak} tasks whose leak cluster is in {manifest.path}")
     chosen_temperature = temperature if temperature is not None else (0.0 if k == 1 else 0.7)
     _run(
         index,
@@ -221,10 +211,8 @@ def _run(
             and not (settings.retry_errors and record.stop == "model_error")
         )
         total = len(selection.tasks) * settings.k
-        err.print(
-            f"evaluating {len(selection.tasks)} tasks x {settings.k} samples ({done} done) in {run_dir}"
-        )
-        with progress(total, done, "samples") as advance:
+        note(f"evaluating {len(selection.tasks)} tasks x {settings.k} samples ({done} done) in {run_dir}")
+        with counting("samples", total, done) as advance:
             counts = asyncio.run(
                 with_judge(
                     judge,
@@ -256,7 +244,5 @@ def _run(
         fail(str(exc), code=1)
     finally:
         search_index.close()
-    err.print(
-        f"ran {counts.ran} samples, judged {counts.judged} stored ones, {counts.skipped} were already done"
-    )
+    note(f"ran {counts.ran} samples, judged {counts.judged} stored ones, {counts.skipped} were already done")
     print_summary(results, as_json, run_dir)

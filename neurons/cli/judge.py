@@ -13,16 +13,18 @@ from pydantic import ValidationError
 from arena.errors import ArenaError
 from arena.index import SearchIndex, open_index
 from arena.shoppingbench import task_from_row
-from arena.tools import ToolContext
+from arena.tools import DEFAULT_TOOLSET, ToolContext
 from arena.types import Intent, Task, ToolLogEntry, Trajectory
 from judging.convert import load_trajectory
 from judging.judge import JudgeConfig, judge, judgment_summary
 from judging.reasoning import OpenAICompleter
 from judging.replay import replay_log
 from judging.types import Judgment
+from neurons.cli.console import fail, warn
+from neurons.errors import NeuronError
 
 
-class UnusableInput(Exception):
+class UnusableInput(NeuronError):
     """An input file cannot be used; the command exits 2 with this message."""
 
 
@@ -102,7 +104,9 @@ def judge_command(
         typer.Option("--judge-format", help="Constrained decoding: none, json_object or json_schema (vLLM)."),
     ] = "none",
     intent: Annotated[str | None, typer.Option("--intent", help="Intent of a ShoppingBench row.")] = None,
-    toolset: Annotated[str, typer.Option("--toolset", help="Toolset the episode ran with.")] = "sb-1",
+    toolset: Annotated[
+        str, typer.Option("--toolset", help="Toolset the episode ran with.")
+    ] = DEFAULT_TOOLSET,
     full: Annotated[bool, typer.Option("--full", help="Print the whole Judgment, not the summary.")] = False,
 ) -> None:
     """Judge one trajectory offline and print the verdict as one JSON object.
@@ -113,11 +117,9 @@ def judge_command(
     Example: arena judge --index data/index --task task.json --trajectory traj.json
     """
     if intent is not None and intent not in ("product", "shop", "voucher", "knowledge"):
-        typer.echo(f"error: unknown intent {intent!r}", err=True)
-        raise typer.Exit(2)
+        fail(f"unknown intent {intent!r}")
     if judge_format not in ("none", "json_object", "json_schema"):
-        typer.echo(f"error: unknown judge format {judge_format!r}", err=True)
-        raise typer.Exit(2)
+        fail(f"unknown judge format {judge_format!r}")
     try:
         raw_trajectory = _read_values(trajectory)
         if len(raw_trajectory) != 1:
@@ -128,14 +130,13 @@ def judge_command(
             raw_trajectory[0], task_id=the_task.task_id, query=the_task.query
         )
         log = load_log(tool_log) if tool_log is not None else None
-        search_index = open_index(index)
+        search_index = open_index(index, warm=log is None)  # a given log: no search, no stemmer
     except (UnusableInput, ValueError, ValidationError, ArenaError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        fail(str(exc))
     warnings: list[str] = []
     if the_trajectory.task_id and the_trajectory.task_id != the_task.task_id:
         warnings.append(f"trajectory names task {the_trajectory.task_id}; judged against {the_task.task_id}")
-        typer.echo(f"warning: {warnings[-1]}", err=True)
+        warn(warnings[-1])
     try:
         if log is None:
             log = replay_log(the_trajectory, ToolContext(index=search_index, toolset=toolset))

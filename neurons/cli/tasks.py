@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, cast, get_args
+from typing import Annotated, Any, cast, get_args
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from arena.audit import AuditReport, audit
 from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, NEAR_DUP_THRESHOLD, NEAR_MISS_THRESHOLD, cluster_tasks
@@ -24,19 +19,16 @@ from arena.pools import assign_pools, move_clusters, reconcile_pools
 from arena.rotation import draw_round, retire
 from arena.tasks import TaskLoadReport, iter_tasks, save_tasks
 from arena.types import POOLS, Intent, Pool, Task
+from neurons.cli.console import fail, note, progress
 
 app = typer.Typer(
-    help="Shopping tasks: import, generate, leak clusters, pools, rotation, audit.", no_args_is_help=True
+    help="Shopping tasks: import, generate, leak clusters, pools, rotation, audit.",
+    no_args_is_help=True,
+    add_completion=False,
 )
-err = Console(stderr=True)
 
 SECRET_ENV = "ARENA_ROUND_SECRET"
 PARAPHRASE_KEY_ENV = "ARENA_PARAPHRASE_API_KEY"
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
-    raise typer.Exit(code)
 
 
 def _emit(data: dict[str, Any], as_json: bool, lines: list[str]) -> None:
@@ -52,15 +44,7 @@ def _load_all(paths: list[Path]) -> tuple[list[Task], TaskLoadReport]:
     try:
         return list(iter_tasks(paths, report)), report
     except ArenaError as exc:
-        _fail(str(exc))
-
-
-@contextmanager
-def _progress(total: int, label: str) -> Iterator[Any]:
-    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=True, disable=not sys.stderr.isatty()) as progress:
-        task_id = progress.add_task(label, total=total)
-        yield lambda done: progress.update(task_id, completed=done)
+        fail(str(exc))
 
 
 def _bad_rows(report: TaskLoadReport) -> list[str]:
@@ -79,14 +63,14 @@ def import_command(
     Example: arena tasks import --format shoppingbench data/synthesize_*_test.jsonl --out tasks.jsonl
     """
     if fmt not in FORMATS:
-        _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     report = TaskLoadReport()
     try:
         tasks = import_tasks(fmt, files, report)
         clustered, clusters = cluster_tasks(tasks)
         save_tasks(clustered, out)
     except ArenaError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     summary = {
         "tasks": len(clustered),
         "rows": report.rows,
@@ -102,7 +86,7 @@ def _intents(value: str) -> tuple[Intent, ...]:
     chosen = tuple(part.strip() for part in value.split(",") if part.strip())
     unknown = [c for c in chosen if c not in INTENTS]
     if unknown or not chosen:
-        _fail(f"--intents takes a comma-separated subset of {','.join(INTENTS)}, got {value!r}")
+        fail(f"--intents takes a comma-separated subset of {','.join(INTENTS)}, got {value!r}")
     return cast(tuple[Intent, ...], chosen)
 
 
@@ -131,14 +115,14 @@ def generate_command(
     """
     config = GenerateConfig(intents=_intents(intents))
     if (paraphrase_url is None) != (paraphrase_model is None):
-        _fail("--paraphrase-url and --paraphrase-model go together")
+        fail("--paraphrase-url and --paraphrase-model go together")
     avoided = {item.product_id for task in _load_all(avoid)[0] for item in task.gold}
     try:
         from arena.index import open_index
 
         index = open_index(index_dir)
     except ArenaError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     paraphraser = None
     if paraphrase_url and paraphrase_model:
         from arena.paraphrase import make_paraphraser
@@ -146,7 +130,7 @@ def generate_command(
         key = os.environ.get(PARAPHRASE_KEY_ENV, "none")
         paraphraser = make_paraphraser(paraphrase_url, paraphrase_model, api_key=key, seed=seed)
     try:
-        with _progress(n, "generating") as advance:
+        with progress("generating", n) as advance:
             tasks, report = generate_tasks(
                 index,
                 n=n,
@@ -160,7 +144,7 @@ def generate_command(
         clustered, clusters = cluster_tasks(tasks)
         save_tasks(clustered, out)
     except ArenaError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     finally:
         index.close()
     data = {
@@ -172,7 +156,7 @@ def generate_command(
     lines = [f"generated {report.tasks} tasks in {report.seconds:.1f}s ({report.draws} draws) into {out}"]
     _emit(data, as_json, lines)
     if report.tasks < n:
-        _fail(f"only {report.tasks} of {n} tasks could be generated (catalog exhausted?)", code=1)
+        fail(f"only {report.tasks} of {n} tasks could be generated (catalog exhausted?)", code=1)
 
 
 @app.command("cluster")
@@ -219,11 +203,11 @@ def assign_pools_command(
         for spec in move:
             cluster, _, pool = spec.partition("=")
             if pool not in POOLS:
-                _fail(f"--move takes CLUSTER=POOL with POOL one of {', '.join(POOLS)}, got {spec!r}")
+                fail(f"--move takes CLUSTER=POOL with POOL one of {', '.join(POOLS)}, got {spec!r}")
             tasks = move_clusters(tasks, [cluster], pool)
         save_tasks(tasks, out)
     except ArenaError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     counts = {pool: sum(1 for t in tasks if t.pool == pool) for pool in get_args(Pool)}
     _emit({"pools": counts}, as_json, [f"{pool}: {count}" for pool, count in counts.items()])
 
@@ -263,7 +247,7 @@ def audit_command(
 def _secret() -> bytes:
     secret = os.environ.get(SECRET_ENV, "")
     if not secret:
-        _fail(f"set {SECRET_ENV} to the validator's round secret")
+        fail(f"set {SECRET_ENV} to the validator's round secret")
     return secret.encode("utf-8")
 
 
@@ -311,13 +295,13 @@ def export_command(
     Example: arena tasks export tasks.jsonl --format oro --out practice_suite.json
     """
     if fmt not in FORMATS or any(p not in POOLS for p in pool):
-        _fail(f"--format must be one of {', '.join(FORMATS)} and --pool one of {', '.join(POOLS)}")
+        fail(f"--format must be one of {', '.join(FORMATS)} and --pool one of {', '.join(POOLS)}")
     try:
         count, report = export_tasks(_load_all([file])[0], fmt, out, pools=cast(list[Pool], pool))
     except ArenaError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not report.ok:
         for line in _audit_lines(report):
-            err.print(line, highlight=False)
-        _fail("audit failed: nothing exported", code=1)
+            note(line)
+        fail("audit failed: nothing exported", code=1)
     typer.echo(f"exported {count} tasks to {out}")

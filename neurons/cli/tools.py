@@ -14,25 +14,21 @@ from arena.errors import SearchIndexError
 from arena.index import open_index
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext
 from arena.toolserver import DEFAULT_PRACTICE_BUDGETS, create_tool_app
+from neurons.cli.console import fail
 from neurons.logs import setup_logging
 
 logger = logging.getLogger(__name__)
 
-app = typer.Typer(help="The agent tool server.", no_args_is_help=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
+app = typer.Typer(help="The agent tool server.", no_args_is_help=True, add_completion=False)
 
 
 def _read_secret(path: Path) -> bytes:
     try:
         secret = path.read_bytes().strip()
     except OSError as exc:
-        raise _fail(f"cannot read --secret-file {path}: {exc.strerror}") from None
+        fail(f"cannot read --secret-file {path}: {exc.strerror}")
     if len(secret) < MIN_SECRET_BYTES:
-        raise _fail(f"--secret-file {path} holds fewer than {MIN_SECRET_BYTES} bytes")
+        fail(f"--secret-file {path} holds fewer than {MIN_SECRET_BYTES} bytes")
     return secret
 
 
@@ -67,19 +63,19 @@ def serve(
     import uvicorn
 
     if toolset not in TOOLSETS:
-        raise _fail(f"unknown --toolset {toolset!r} (known: {', '.join(TOOLSETS)})")
+        fail(f"unknown --toolset {toolset!r} (known: {', '.join(TOOLSETS)})")
     if secret_file is None and not practice:
-        raise _fail("without --practice, pass --secret-file (tokens must be verifiable by their issuer)")
+        fail("without --practice, pass --secret-file (tokens must be verifiable by their issuer)")
     try:
         budgets = Budgets(max_calls=max_calls, max_seconds=max_seconds)
     except ValueError:
-        raise _fail("--max-calls and --max-seconds must be positive") from None
+        fail("--max-calls and --max-seconds must be positive")
     secret = _read_secret(secret_file) if secret_file is not None else secrets.token_bytes(32)
     setup_logging(log_level)
     try:
         search_index = open_index(index)
     except SearchIndexError as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc))
     server = create_tool_app(
         ToolContext(index=search_index, toolset=toolset),
         secret=secret,

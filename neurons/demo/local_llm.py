@@ -22,6 +22,7 @@ from typing import IO, Any
 import httpx
 
 from neurons.demo.local_llm_chat import HANDLER_NAME
+from neurons.errors import NeuronError
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ CHAT_FORMAT = HANDLER_NAME
 CONTEXT_TOKENS = 8192  # SmolLM2's trained context
 
 
-class LocalLLMError(Exception):
+class LocalLLMError(NeuronError):
     """The local model is not installed, or its server did not start or answer in time."""
 
 

@@ -25,6 +25,7 @@ from arena.index import build_index
 from arena.synth import iter_synth_products
 from neurons.chain.local.state import create_local_chain
 from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet
+from neurons.errors import NeuronError
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ VALIDATOR_STAKE = 1000.0
 PASSED_SECRETS = ("ARENA_LLM_API_KEY", "ARENA_JUDGE__API_KEY")
 
 
-class DemoError(Exception):
+class DemoError(NeuronError):
     """The demo cannot go on: a neuron that died or did not start, a round that did not run, no export."""
 
 

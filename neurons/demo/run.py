@@ -174,7 +174,7 @@ def plan_miners(config: DemoConfig, llm_url: str | None, llm_model: str | None) 
                 env = {
                     "ARENA_LLM_BASE_URL": llm_url or "",
                     "ARENA_LLM_MODEL": llm_model or "",
-                    "ARENA_MAX_STEPS": str(config.max_steps),
+                    "ARENA_APP__MAX_STEPS": str(config.max_steps),
                 }
                 if config.llm_api_key is not None:
                     env["ARENA_LLM_API_KEY"] = config.llm_api_key.get_secret_value()
@@ -216,12 +216,12 @@ def validator_env(layout: Layout, config: DemoConfig) -> dict[str, str]:
         "DATA_DIR": layout.data_dir,
         "INDEX": layout.index,
         "EXPORT_DIR": layout.export,
-        "TASKS_PER_ROUND": config.tasks_per_round,
-        "MINERS_PER_ROUND": 0,
-        "EPISODE_SECONDS": config.episode_budget(),
-        "MAX_TOOL_CALLS": 20,
-        "MIN_HELD_OUT": max(12, 2 * config.tasks_per_round),
-        "TASK_BATCH": max(30, 4 * config.tasks_per_round),
+        "ROUND__TASKS_PER_ROUND": config.tasks_per_round,
+        "ROUND__MINERS_PER_ROUND": 0,
+        "ROUND__EPISODE_SECONDS": config.episode_budget(),
+        "ROUND__MAX_TOOL_CALLS": 20,
+        "POOL__MIN_HELD_OUT": max(12, 2 * config.tasks_per_round),
+        "POOL__BATCH": max(30, 4 * config.tasks_per_round),
         "WEIGHTS_MIN_BLOCKS": 1,
         "LOG_LEVEL": "INFO",
         # Derived from the seed: the same seed and catalog give the same tasks in the same rounds.

@@ -25,6 +25,7 @@ from arena.types import EpisodeEnd, Task, ToolResult
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.reasoning import Completer
 from judging.types import Judgment
+from neurons.errors import NeuronError
 from neurons.evaluation.records import (
     JUDGMENTS_FILE,
     SAMPLES_FILE,
@@ -48,7 +49,7 @@ EVAL_HOTKEY = "eval"
 BACKSTOP_GRACE_S = 5.0
 
 
-class ModelUnavailable(Exception):
+class ModelUnavailable(NeuronError):
     """Every one of the first samples failed to reach the model: the server is down or misnamed."""
 
 

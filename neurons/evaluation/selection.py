@@ -21,6 +21,7 @@ from arena.errors import ArenaError
 from arena.interchange import import_tasks
 from arena.tasks import TaskLoadReport, iter_tasks
 from arena.types import POOLS, Task
+from neurons.errors import NeuronError
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ _CLUSTER_KEYS = ("leak_clusters", "clusters")
 _TASK_KEYS = ("task_ids", "tasks")
 
 
-class SelectionError(Exception):
+class SelectionError(NeuronError):
     """Tasks or a manifest cannot be used (unreadable, wrong shape, nothing left); the CLI exits 2."""
 
 

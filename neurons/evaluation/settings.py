@@ -16,12 +16,13 @@ from typing import Any
 from arena.tasks import save_tasks
 from arena.tools import DEFAULT_TOOLSET
 from arena.types import Task
+from neurons.errors import NeuronError
 from neurons.evaluation.records import RUN_FILE, TASKS_FILE, read_json, write_json
 
 RUN_FORMAT = "arena.eval-run/1"
 
 
-class RunMismatch(Exception):
+class RunMismatch(NeuronError):
     """The run directory holds samples made with other settings; resuming would mix them."""
 
 

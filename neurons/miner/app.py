@@ -33,6 +33,7 @@ from neurons.chain.signing import NonceStore, sign_request, verify_request
 from neurons.chain.wallets import Wallet, hotkey_of
 from neurons.errors import ChainUnavailable
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest
+from neurons.miner.settings import MinerAppConfig
 from neurons.miner.tool_client import EpisodeTools
 from neurons.protocol import (
     HEADER_NONCE,
@@ -50,20 +51,6 @@ logger = logging.getLogger(__name__)
 
 # Refusals that say "who are you?" are 401; "you may not" is 403.
 _FORBIDDEN: frozenset[AuthReason] = frozenset({"unknown_hotkey", "no_permit", "low_stake"})
-
-
-@dataclass(frozen=True)
-class MinerAppConfig:
-    """How the miner app admits callers and bounds its work (built from ``MinerSettings``)."""
-
-    min_stake: float = 0.0
-    auth_max_age: float = 10.0
-    metagraph_ttl: float = 30.0
-    max_request_bytes: int = 1024 * 1024
-    max_request_depth: int = 32
-    max_concurrent_tasks: int = 16
-    deadline_margin: float = 1.0
-    max_steps: int = 20
 
 
 class MetagraphCache:

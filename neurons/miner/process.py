@@ -11,7 +11,6 @@ import asyncio
 import json
 import logging
 import os
-import sys
 import tempfile
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -19,36 +18,24 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
-from pydantic import ValidationError
 
 from neurons import metrics
 from neurons.chain.client import open_neuron_chain
 from neurons.chain.signing import make_nonce_store
-from neurons.errors import ChainUnavailable, LocalChainError
+from neurons.errors import ChainUnavailable, EndpointRefused, LocalChainError
 from neurons.logs import setup_logging
 from neurons.miner.agents.contract import AgentError
 from neurons.miner.agents.loading import load_agent
-from neurons.miner.app import MinerAppConfig, create_miner_app
+from neurons.miner.app import create_miner_app
 from neurons.miner.settings import MinerSettings
+from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
 
 logger = logging.getLogger(__name__)
 
 WORKER_SETTINGS_ENV = "ARENA_MINER_WORKER_SETTINGS"  # the parent's resolved settings, for workers
-
-
-def app_config(settings: MinerSettings) -> MinerAppConfig:
-    """The app's admission rules and bounds, from the settings."""
-    return MinerAppConfig(
-        min_stake=settings.min_stake,
-        auth_max_age=settings.auth_max_age,
-        metagraph_ttl=settings.metagraph_ttl,
-        max_request_bytes=settings.max_request_bytes,
-        max_request_depth=settings.max_request_depth,
-        max_concurrent_tasks=settings.max_concurrent_tasks,
-        deadline_margin=settings.deadline_margin,
-        max_steps=settings.max_steps,
-    )
+START_REFUSED = (AgentError, FileNotFoundError)  # exit 2: a bad agent spec, no hotkey file
+STOPPED_BY = (ChainUnavailable, LocalChainError, EndpointRefused)  # exit 1: the chain refused or is away
 
 
 def build_app(settings: MinerSettings) -> FastAPI:
@@ -63,13 +50,13 @@ def build_app(settings: MinerSettings) -> FastAPI:
     chain = open_neuron_chain(settings)
     agent = load_agent(settings.agent, **settings.agent_options())
     # The store must remember nonces at least as long as they are fresh (max_age + 2 s of skew).
-    nonce_store = make_nonce_store(settings.nonce_db, retention=max(60.0, settings.auth_max_age + 5.0))
+    nonce_store = make_nonce_store(settings.nonce_db, retention=max(60.0, settings.app.auth_max_age + 5.0))
     return create_miner_app(
         wallet=chain.wallet,
         agent=agent,
         metagraph=chain.snapshot,
         nonce_store=nonce_store,
-        config=app_config(settings),
+        config=settings.app,
         on_shutdown=chain.close,
     )
 
@@ -85,19 +72,19 @@ async def serve_endpoint(settings: MinerSettings) -> None:
     """Advertise ``advertised_ip():port`` on chain (a no-op when already served there).
 
     Raises:
-        RuntimeError: the chain refused (e.g. the hotkey is not registered).
+        EndpointRefused: the chain refused (e.g. the hotkey is not registered).
         ChainUnavailable: the chain could not be reached.
     """
     ip = settings.advertised_ip()
     if ip is None:  # refused by MinerSettings validation already
-        raise RuntimeError("no IP to advertise")
+        raise EndpointRefused("no IP to advertise")
     chain = open_neuron_chain(settings)
     try:
         submission = await chain.serve(ip, settings.port)
     finally:
         await chain.close()
     if not submission.success:
-        raise RuntimeError(f"serving {ip}:{settings.port} refused: {submission.code} {submission.message}")
+        raise EndpointRefused(f"serving {ip}:{settings.port} refused: {submission.code} {submission.message}")
     logger.info("endpoint_served ip=%s port=%d block=%s", ip, settings.port, submission.block)
 
 
@@ -137,20 +124,7 @@ def main(overrides: dict[str, Any] | None = None) -> None:
 
     Exits 2 on invalid settings or agent spec, 1 when the chain refuses or cannot be reached.
     """
-    try:
-        settings = MinerSettings(**(overrides or {}))
-    except ValidationError as exc:
-        print(f"error: invalid miner settings:\n{exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    setup_logging(settings.log_level)
-    try:
-        run(settings)
-    except (AgentError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except (ChainUnavailable, LocalChainError, RuntimeError) as exc:
-        logger.error("miner_stopped error=%s", exc)
-        raise SystemExit(1) from None
+    run_neuron("miner", MinerSettings, overrides, run, refused=START_REFUSED, stopped=STOPPED_BY)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""The miner's settings (``ARENA_*``): where it listens and advertises, its agent, whom it admits."""
+"""The miner's settings (``ARENA_*``): where it listens and advertises, its agent, and its ``app`` section.
+
+The ``app`` section (``ARENA_APP__*``) is the ``MinerAppConfig`` the endpoint takes: whom it
+admits and how it bounds the work. Its fields were flat before (``ARENA_MIN_STAKE``...); those
+names are still read with a ``FutureWarning`` (``neurons.settings``).
+"""
 
 from __future__ import annotations
 
@@ -8,32 +13,55 @@ from typing import Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from neurons.settings import NeuronSettings
+from neurons.settings import NeuronSettings, Section
+
+
+class MinerAppConfig(Section):
+    """The signed ``/v1/tasks`` endpoint (``ARENA_APP__*``): whom it admits and how it bounds the work."""
+
+    min_stake: float = Field(
+        default=0.0, ge=0, description="Stake a caller needs besides a validator permit."
+    )
+    auth_max_age: float = Field(default=10.0, gt=0, le=60, description="Freshness window of signed requests.")
+    metagraph_ttl: float = Field(default=30.0, ge=0, description="Seconds a metagraph snapshot is reused.")
+    max_request_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest request body read.")
+    max_request_depth: int = Field(default=32, ge=4, le=256, description="Deepest JSON nesting read.")
+    max_concurrent_tasks: int = Field(
+        default=16, ge=1, description="Tasks at once per worker; beyond it the miner answers 503."
+    )
+    deadline_margin: float = Field(
+        default=1.0, ge=0, description="Seconds kept back to sign and send the answer."
+    )
+    max_steps: int = Field(
+        default=20,
+        ge=1,
+        le=200,
+        description="Most agent steps per task (the request's max_tool_calls caps it).",
+    )
 
 
 class MinerSettings(NeuronSettings):
     """The miner: where it listens and advertises, its agent, and how it admits validators."""
 
-    host: str = "0.0.0.0"
-    port: int = Field(default=8091, ge=1, le=65535)
-    external_ip: str | None = None  # the IP advertised on chain; defaults to host, 127.0.0.1 locally
-    serve_on_chain: bool = True
-    workers: int = Field(default=1, ge=1, le=64)
+    host: str = Field(default="0.0.0.0", description="Interface to listen on.")
+    port: int = Field(default=8091, ge=1, le=65535, description="Port to listen on.")
+    external_ip: str | None = Field(
+        default=None, description="IP advertised on chain (default: the host; 127.0.0.1 locally)."
+    )
+    serve_on_chain: bool = Field(default=True, description="Advertise the endpoint on chain at start.")
+    workers: int = Field(default=1, ge=1, le=64, description="Uvicorn worker processes.")
 
-    agent: str = "scripted"  # "llm", "scripted" or "package.module:function"
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    llm_api_key: SecretStr = SecretStr("none")
-    max_steps: int = Field(default=20, ge=1, le=200)
+    agent: str = Field(default="scripted", description="llm, scripted or package.module:function.")
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint of the llm agent.")
+    llm_model: str | None = Field(default=None, description="Model of the llm agent.")
+    llm_api_key: SecretStr = Field(default=SecretStr("none"), description="Its API key (secret).")
+    nonce_db: Path | None = Field(
+        default=None, description="SQLite replay store (derived in the temp dir with several workers)."
+    )
 
-    min_stake: float = Field(default=0.0, ge=0)  # a caller needs a validator permit and this much stake
-    auth_max_age: float = Field(default=10.0, gt=0, le=60)  # freshness window of signed requests
-    metagraph_ttl: float = Field(default=30.0, ge=0)  # seconds a metagraph snapshot is reused
-    nonce_db: Path | None = None  # SQLite replay store; required (or derived) with several workers
-    max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
-    max_request_depth: int = Field(default=32, ge=4, le=256)
-    max_concurrent_tasks: int = Field(default=16, ge=1)  # per worker; beyond it the miner answers 503
-    deadline_margin: float = Field(default=1.0, ge=0)  # seconds kept back to sign and send the answer
+    app: MinerAppConfig = Field(default_factory=MinerAppConfig)
+
+    renamed = {name: ("app", name) for name in MinerAppConfig.model_fields}
 
     @field_validator("external_ip")
     @classmethod

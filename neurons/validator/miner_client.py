@@ -35,34 +35,11 @@ from neurons.protocol import (
     response_binding,
 )
 from neurons.validator.breaker import CircuitBreaker
+from neurons.validator.settings import ClientLimits
 
 logger = logging.getLogger(__name__)
 
 _ERROR_BODY_BYTES = 4096  # how much of a non-200 answer is read for its reason
-
-
-@dataclass(frozen=True)
-class ClientLimits:
-    """How the validator bounds its calls to miners.
-
-    Attributes:
-        max_concurrency: queries in flight at once (and pooled connections).
-        max_json_depth: deepest nesting accepted in a response body.
-        deadline_grace: seconds after the request's deadline the answer may still arrive
-            (network transit of the last bytes); the hard limit of a call is deadline + grace.
-        connect_timeout: seconds to open a connection.
-        response_max_age: freshness window of the miner's response signature.
-        breaker_threshold: consecutive failures that open a miner's circuit.
-        breaker_cooldown: seconds an open circuit skips that miner.
-    """
-
-    max_concurrency: int = 64
-    max_json_depth: int = 32
-    deadline_grace: float = 2.0
-    connect_timeout: float = 5.0
-    response_max_age: float = 30.0
-    breaker_threshold: int = 3
-    breaker_cooldown: float = 300.0
 
 
 @dataclass(frozen=True)

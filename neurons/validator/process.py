@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -37,12 +35,11 @@ from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.client import BittensorChain, open_neuron_chain
 from neurons.errors import ChainUnavailable, LocalChainError
-from neurons.logs import setup_logging
+from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
 from neurons.validator.app import MeteredToolLog, create_validator_app
-from neurons.validator.miner_client import ClientLimits, MinerClient
+from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import (
-    RoundConfig,
     RoundDeps,
     RoundSummary,
     next_round_id,
@@ -59,7 +56,7 @@ from neurons.validator.startup import (
     open_database,
     open_search_index,
 )
-from neurons.validator.taskpool import PoolConfig, ReplenishReport, replenish
+from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weights_pass
 from storage import repository
 from storage.db import in_session, make_sessionmaker
@@ -67,6 +64,9 @@ from storage.errors import StorageError
 from storage.export import curate_and_export
 
 logger = logging.getLogger(__name__)
+
+START_REFUSED = (StartupError, FileNotFoundError)  # exit 2: no index, schema, secret or hotkey file
+STOPPED_BY = (ChainUnavailable, LocalChainError, StorageError)  # exit 1: the chain or database is away
 
 Exporter = Callable[[Session, Path], Mapping[str, Any]]
 """The periodic export: curate and export judged traces into a directory (``curation_exporter``)."""
@@ -113,21 +113,6 @@ class Validator:
         """Our hotkey."""
         return self.chain.hotkey
 
-    def round_config(self) -> RoundConfig:
-        """The round settings."""
-        s = self.settings
-        return RoundConfig(
-            tool_server_url=s.tool_server_url() or "",
-            tasks_per_round=s.tasks_per_round,
-            miners_per_round=s.miners_per_round,
-            max_tool_calls=s.max_tool_calls,
-            episode_seconds=s.episode_seconds,
-            max_response_bytes=s.max_response_bytes,
-            query_concurrency=s.query_concurrency,
-            judge_concurrency=s.judge.concurrency,
-            toolset=s.toolset,
-        )
-
     def round_deps(self) -> RoundDeps:
         """The components a round uses."""
         s = self.settings
@@ -145,6 +130,9 @@ class Validator:
             ),
             draw_secret=derive(self.secret, "rounds"),
             validator_hotkey=self.hotkey,
+            tool_server_url=s.tool_server_url() or "",
+            query_concurrency=s.client.max_concurrency,
+            judge_concurrency=s.judge.concurrency,
         )
 
     async def sync_metagraph(self) -> MetagraphSnapshot:
@@ -158,19 +146,10 @@ class Validator:
 
     async def rotate_tasks(self) -> ReplenishReport:
         """Refill the held-out pool if it runs low (rounds wait while this runs)."""
-        s = self.settings
-        config = PoolConfig(
-            min_held_out=s.min_held_out,
-            batch=s.task_batch,
-            practice_share=s.practice_share,
-            never_touch_share=s.never_touch_share,
-            intents=s.task_intents,
-            findable=s.task_findable,
-        )
         async with self.tasks_lock:
             secret = derive(self.secret, "tasks")
             return await asyncio.to_thread(
-                in_session, self.sessions, replenish, self.index, secret=secret, config=config
+                in_session, self.sessions, replenish, self.index, secret=secret, config=self.settings.pool
             )
 
     async def round(self) -> RoundSummary:
@@ -178,7 +157,7 @@ class Validator:
         snapshot = await self.sync_metagraph()
         async with self.tasks_lock:
             round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
-            summary = await run_round(self.round_deps(), self.round_config(), snapshot, round_id=round_id)
+            summary = await run_round(self.round_deps(), self.settings.round, snapshot, round_id=round_id)
         self.last_round = summary
         return summary
 
@@ -295,7 +274,7 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         sessions=make_sessionmaker(engine),
         index=index,
         registry=registry,
-        client=MinerClient(chain.wallet, limits=ClientLimits(max_concurrency=settings.query_concurrency)),
+        client=MinerClient(chain.wallet, limits=settings.client),
         completer=completer,
         secret=secret,
         exporter=exporter,
@@ -374,20 +353,13 @@ def main(overrides: dict[str, Any] | None = None, *, once: bool = False, json_ou
     Exits 2 on invalid settings or a missing wallet, index or schema; 1 when the chain or the
     database cannot be reached at start, or (with ``once``) when a job failed.
     """
-    try:
-        settings = ValidatorSettings(**(overrides or {}))
-    except ValidationError as exc:
-        print(f"error: invalid validator settings:\n{exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    setup_logging(settings.log_level)
-    try:
-        outcome = asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
-    except (StartupError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except (ChainUnavailable, LocalChainError, StorageError) as exc:
-        logger.error("validator_stopped error=%s", exc)
-        raise SystemExit(1) from None
+
+    def run(settings: ValidatorSettings) -> dict[str, Any] | None:
+        return asyncio.run(serve(settings, once=once, exporter=curation_exporter(settings)))
+
+    outcome = run_neuron(
+        "validator", ValidatorSettings, overrides, run, refused=START_REFUSED, stopped=STOPPED_BY
+    )
     if outcome is not None:
         if json_output:
             print(json.dumps(outcome, sort_keys=True))

@@ -37,6 +37,7 @@ from neurons.errors import DeadlinePassed
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 from neurons.validator.backoff import retry
 from neurons.validator.miner_client import MinerReply
+from neurons.validator.settings import RoundConfig
 from neurons.validator.taskpool import burn, open_and_burn
 from storage import repository
 from storage.db import in_session
@@ -55,24 +56,15 @@ class Querier(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class RoundConfig:
-    """What one round does: how many tasks and miners, the episode budgets, where tools live."""
-
-    tool_server_url: str
-    tasks_per_round: int = 4
-    miners_per_round: int = 64  # 0: every serving miner
-    max_tool_calls: int = 30
-    episode_seconds: float = 180.0
-    max_response_bytes: int = 4 * 1024 * 1024
-    query_concurrency: int = 64  # episodes in flight at once (each holds a connection)
-    judge_concurrency: int = 8  # LLM judge calls at once
-    toolset: str = "sb-1"
-
-
 @dataclass
 class RoundDeps:
-    """The components a round uses (built once per process by ``neurons.validator.process``)."""
+    """The components a round uses (built once per process by ``neurons.validator.process``).
+
+    What a round does is its ``RoundConfig`` (``ARENA_ROUND__*``); these scalars come from the
+    other settings: the tool server's URL, and the concurrency bounds of the client
+    (``ARENA_CLIENT__MAX_CONCURRENCY``) and of the judge (``ARENA_JUDGE__CONCURRENCY``). The tool
+    set offered is the one judged, ``judge_config.toolset``.
+    """
 
     sessions: sessionmaker[Session]
     registry: EpisodeRegistry
@@ -82,6 +74,9 @@ class RoundDeps:
     judge_config: JudgeConfig
     draw_secret: bytes  # keys the task draw and the miner sample of each round
     validator_hotkey: str
+    tool_server_url: str  # sent in every task: where the miner's agent calls the tools
+    query_concurrency: int  # episodes in flight at once (each holds a connection)
+    judge_concurrency: int  # LLM judge calls at once
 
 
 @dataclass
@@ -255,9 +250,9 @@ class _Episodes:
 
     def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int) -> None:
         self.deps, self.config, self.round_id = deps, config, round_id
-        self.query_slots = asyncio.Semaphore(config.query_concurrency)
-        self.judge_slots = asyncio.Semaphore(config.judge_concurrency)
-        self.tools = tuple(tool_schemas(config.toolset))
+        self.query_slots = asyncio.Semaphore(deps.query_concurrency)
+        self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
+        self.tools = tuple(tool_schemas(deps.judge_config.toolset))
         self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
 
     async def run(self, miner: Neuron, task: Task) -> Judgment | None:
@@ -314,10 +309,10 @@ class _Episodes:
             episode_id=episode_id,
             task_id=task.task_id,
             query=task.query,
-            tool_server_url=self.config.tool_server_url,
+            tool_server_url=self.deps.tool_server_url,
             episode_token=token,
             tools=self.tools,
-            toolset=self.config.toolset,
+            toolset=self.deps.judge_config.toolset,
             deadline=started + timedelta(seconds=self.config.episode_seconds),
             budgets=TaskBudgets(
                 max_tool_calls=self.config.max_tool_calls,

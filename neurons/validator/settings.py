@@ -1,4 +1,17 @@
-"""The validator's settings (``ARENA_*``): HTTP, storage, rounds, judge, weights, rotation and export."""
+"""The validator's settings tree (``ARENA_*``): HTTP, storage, jobs, and its sections.
+
+Sections are frozen models nested under ``ValidatorSettings``, each named by its variables'
+prefix (``__`` nests): ``round`` (``ARENA_ROUND__*``: tasks and miners per round, episode
+budgets), ``client`` (``ARENA_CLIENT__*``: the bounds of calls to miners), ``pool``
+(``ARENA_POOL__*``: task rotation), ``judge`` (``ARENA_JUDGE__*``) and ``policy``
+(``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``). The code that uses a section takes it
+typed (``run_round(..., config: RoundConfig)``, ``MinerClient(limits=ClientLimits)``,
+``replenish(config=PoolConfig)``), so each default is written once: here.
+
+The flat names these settings had before the sections (``ARENA_TASKS_PER_ROUND``...) are still
+read, below the new names, with a ``FutureWarning`` naming the new one (``RENAMED``,
+``neurons.settings``).
+"""
 
 from __future__ import annotations
 
@@ -6,27 +19,85 @@ import ipaddress
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
-from arena.tools import TOOLSETS
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
 from judging.scores import ScorePolicy
-from neurons.settings import NeuronSettings, _placeholder
+from neurons.settings import NeuronSettings, Section, _placeholder
 
 
-class JudgeSettings(BaseModel):
+class RoundConfig(Section):
+    """What one round does (``ARENA_ROUND__*``): how many tasks and miners, and each episode's budgets."""
+
+    tasks_per_round: int = Field(
+        default=4, ge=1, le=256, description="Tasks drawn per round; every queried miner gets each one."
+    )
+    miners_per_round: int = Field(default=64, ge=0, description="Miners queried per round, 0 for all.")
+    max_tool_calls: int = Field(default=30, ge=1, le=1000, description="Tool calls one episode may make.")
+    episode_seconds: float = Field(
+        default=180.0, gt=0, le=3600, description="Seconds one episode may take (the miner's deadline)."
+    )
+    max_response_bytes: int = Field(
+        default=4 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="Largest miner answer read."
+    )
+
+
+class ClientLimits(Section):
+    """How the validator bounds its calls to miners (``ARENA_CLIENT__*``)."""
+
+    max_concurrency: int = Field(
+        default=64, ge=1, le=4096, description="Queries in flight at once (each holds a pooled connection)."
+    )
+    max_json_depth: int = Field(default=32, ge=4, le=256, description="Deepest nesting read in an answer.")
+    deadline_grace: float = Field(
+        default=2.0, ge=0, le=60, description="Seconds past the deadline an answer may still arrive."
+    )
+    connect_timeout: float = Field(default=5.0, gt=0, le=60, description="Seconds to open a connection.")
+    response_max_age: float = Field(
+        default=30.0, gt=0, le=600, description="Freshness window of a miner's answer signature."
+    )
+    breaker_threshold: int = Field(
+        default=3, ge=1, le=1000, description="Consecutive failures that open a miner's circuit."
+    )
+    breaker_cooldown: float = Field(default=300.0, ge=0, description="Seconds an open circuit skips a miner.")
+
+
+class PoolConfig(Section):
+    """When and how the held-out task pool is refilled (``ARENA_POOL__*``)."""
+
+    min_held_out: int = Field(default=64, ge=1, description="Refill when fewer servable tasks are left.")
+    batch: int = Field(default=256, ge=1, le=100_000, description="Tasks generated per refill.")
+    practice_share: float = Field(default=0.1, ge=0, le=1, description="Share of all tasks kept public.")
+    never_touch_share: float = Field(
+        default=0.05, ge=0, le=1, description="Share of all tasks reserved, never served."
+    )
+    intents: tuple[Intent, ...] = Field(
+        default=("product", "shop", "voucher"), min_length=1, description="The generator's intents."
+    )
+    findable: bool = Field(default=True, description="Keep only tasks whose gold a search finds on page 1.")
+
+    @model_validator(mode="after")
+    def _shares(self) -> PoolConfig:
+        if self.practice_share + self.never_touch_share > 1:
+            raise ValueError("practice_share + never_touch_share must be at most 1")
+        return self
+
+
+class JudgeSettings(Section):
     """The LLM reasoning judge (``ARENA_JUDGE__*``): an OpenAI-compatible endpoint; none: unscored."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key: SecretStr = SecretStr("none")
-    timeout: float = Field(default=60.0, gt=0, le=3600)  # seconds per LLM call before a retry
-    retries: int = Field(default=2, ge=0, le=10)  # retries with exponential backoff, then unscored
-    concurrency: int = Field(default=8, ge=1, le=1024)  # LLM judge calls in flight at once
-    # Constrained decoding asked of the endpoint: json_schema (vLLM, OpenAI), json_object, or none.
-    response_format: Literal["none", "json_object", "json_schema"] = "none"
+    base_url: str | None = Field(
+        default=None, description="OpenAI-compatible judge endpoint; none: reasoning unscored."
+    )
+    model: str | None = Field(default=None, description="Judge model name.")
+    api_key: SecretStr = Field(default=SecretStr("none"), description="The endpoint's API key (secret).")
+    timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per call before a retry.")
+    retries: int = Field(default=2, ge=0, le=10, description="Retries with backoff, then unscored.")
+    concurrency: int = Field(default=8, ge=1, le=1024, description="Judge calls in flight at once.")
+    response_format: Literal["none", "json_object", "json_schema"] = Field(
+        default="none", description="Constrained decoding asked of the endpoint (json_schema: vLLM, OpenAI)."
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> JudgeSettings:
@@ -37,8 +108,24 @@ class JudgeSettings(BaseModel):
         return self
 
 
+RENAMED: dict[str, tuple[str, str]] = {
+    "tasks_per_round": ("round", "tasks_per_round"),
+    "miners_per_round": ("round", "miners_per_round"),
+    "max_tool_calls": ("round", "max_tool_calls"),
+    "episode_seconds": ("round", "episode_seconds"),
+    "max_response_bytes": ("round", "max_response_bytes"),
+    "query_concurrency": ("client", "max_concurrency"),
+    "min_held_out": ("pool", "min_held_out"),
+    "task_batch": ("pool", "batch"),
+    "practice_share": ("pool", "practice_share"),
+    "never_touch_share": ("pool", "never_touch_share"),
+    "task_intents": ("pool", "intents"),
+    "task_findable": ("pool", "findable"),
+}
+
+
 class ValidatorSettings(NeuronSettings):
-    """The validator: its HTTP app (tool server), database, index, rounds, judge, weights and jobs.
+    """The validator: its HTTP app (tool server), database, index, jobs, and the sections above.
 
     Paths left unset derive from ``data_dir``: the SQLite database ``validator.db``, the index
     ``index/``, exports ``exports/`` and the secret file ``validator.secret`` (created on first
@@ -46,48 +133,57 @@ class ValidatorSettings(NeuronSettings):
     """
 
     # ---- HTTP: the tool server miners' agents call, /health and /metrics
-    host: str = "0.0.0.0"
-    port: int = Field(default=8092, ge=1, le=65535)
-    workers: int = Field(default=1, ge=1)
-    toolserver_url: str | None = None  # how miners reach our tool server (sent in every task)
-    token_secret: SecretStr | None = None  # HMAC secret: episode tokens, round draws, task seeds
+    host: str = Field(default="0.0.0.0", description="Interface to listen on.")
+    port: int = Field(default=8092, ge=1, le=65535, description="Port of the tool server, /health, /metrics.")
+    workers: int = Field(default=1, ge=1, description="Must be 1: the episode registry is in memory.")
+    toolserver_url: str | None = Field(
+        default=None, description="The tool server URL sent to miners (default http://<host>:<port>)."
+    )
+    token_secret: SecretStr | None = Field(
+        default=None,
+        description="HMAC secret: tokens, draws, task seeds (default: a file in the data dir).",
+    )
 
     # ---- storage and the shopping world
-    data_dir: Path = Path("~/.arena/validator")
-    db_url: SecretStr | None = None  # default: sqlite:///<data_dir>/validator.db
-    db_upgrade: bool = False  # run migrations at start (always done for the embedded default)
-    catalog: Path | None = None  # built into ``index`` at start when no index is there yet
-    index: Path | None = None
-    toolset: str = "sb-1"
+    data_dir: Path = Field(
+        default=Path("~/.arena/validator"), description="State directory: SQLite database, index, secret."
+    )
+    db_url: SecretStr | None = Field(
+        default=None,
+        description="Database URL, postgresql+psycopg://... (default: SQLite in the data dir).",
+    )
+    db_upgrade: bool = Field(
+        default=False, description="Migrate the database schema at start (always for the SQLite default)."
+    )
+    catalog: Path | None = Field(
+        default=None, description="Catalog to build the index from when none is there."
+    )
+    index: Path | None = Field(
+        default=None, description="Search index directory (default: <data dir>/index)."
+    )
+    toolset: str = Field(default=DEFAULT_TOOLSET, description="Tool set offered to agents.")
 
-    # ---- rounds and episodes
-    round_interval: float = Field(default=600.0, ge=1)
-    tasks_per_round: int = Field(default=4, ge=1, le=256)
-    miners_per_round: int = Field(default=64, ge=0)  # 0: every serving miner
-    max_tool_calls: int = Field(default=30, ge=1, le=1000)
-    episode_seconds: float = Field(default=180.0, gt=0, le=3600)
-    max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
-    query_concurrency: int = Field(default=64, ge=1, le=4096)
-    metagraph_interval: float = Field(default=300.0, ge=1)
+    # ---- jobs: how often each runs
+    round_interval: float = Field(default=600.0, ge=1, description="Seconds between rounds.")
+    metagraph_interval: float = Field(default=300.0, ge=1, description="Seconds between metagraph syncs.")
+    weights_interval: float = Field(default=600.0, ge=1, description="Seconds between weights checks.")
+    weights_min_blocks: int | None = Field(
+        default=None, ge=1, description="Blocks between submissions (default: the subnet's tempo)."
+    )
+    rotation_interval: float = Field(default=600.0, ge=1, description="Seconds between task rotation checks.")
+    export_interval: float = Field(default=3600.0, ge=1, description="Seconds between periodic exports.")
+    export_dir: Path | None = Field(
+        default=None, description="Export directory (default: <data dir>/exports)."
+    )
 
-    # ---- judge and weights
+    # ---- sections
+    round: RoundConfig = Field(default_factory=RoundConfig)
+    client: ClientLimits = Field(default_factory=ClientLimits)
+    pool: PoolConfig = Field(default_factory=PoolConfig)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
-    weights_interval: float = Field(default=600.0, ge=1)  # how often the weights job checks
-    weights_min_blocks: int | None = Field(default=None, ge=1)  # between submissions; None: the tempo
     policy: ScorePolicy = Field(default_factory=ScorePolicy)
 
-    # ---- task rotation
-    rotation_interval: float = Field(default=600.0, ge=1)
-    min_held_out: int = Field(default=64, ge=1)  # generate when the held-out pool falls below this
-    task_batch: int = Field(default=256, ge=1, le=100_000)
-    practice_share: float = Field(default=0.1, ge=0, le=1)
-    never_touch_share: float = Field(default=0.05, ge=0, le=1)
-    task_intents: tuple[Intent, ...] = ("product", "shop", "voucher")
-    task_findable: bool = True  # keep only tasks whose gold a search finds on page 1
-
-    # ---- periodic export (curation)
-    export_interval: float = Field(default=3600.0, ge=1)
-    export_dir: Path | None = None
+    renamed = RENAMED
 
     @field_validator("workers")
     @classmethod
@@ -115,10 +211,6 @@ class ValidatorSettings(NeuronSettings):
     def _check_validator(self) -> ValidatorSettings:
         if self.token_secret is not None and len(self.token_secret.get_secret_value()) < 16:
             raise ValueError("token_secret must be at least 16 characters")
-        if self.practice_share + self.never_touch_share > 1:
-            raise ValueError("practice_share + never_touch_share must be at most 1")
-        if not self.task_intents:
-            raise ValueError("task_intents must name at least one intent")
         if self.tool_server_url() is None:
             raise ValueError(
                 f"host {self.host} is not an address miners can reach; "

@@ -17,6 +17,7 @@ from arena.types import EPISODE_ENDS, POOLS
 from judging.reasoning import OUTAGE_CAUSES
 from judging.types import AXES
 from neurons import metrics
+from neurons.errors import NeuronError
 from neurons.protocol import PROTOCOL_VERSION
 from neurons.validator.settings import ValidatorSettings
 from storage.db import check_schema, make_engine, upgrade
@@ -28,7 +29,7 @@ SECRET_FILE = "validator.secret"
 JOB_NAMES = ("metagraph", "rotate_tasks", "round", "weights", "export")
 
 
-class StartupError(Exception):
+class StartupError(NeuronError):
     """The validator cannot start with these settings (missing index, secret, schema...): exit 2."""
 
 

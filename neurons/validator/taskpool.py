@@ -28,8 +28,10 @@ from arena.generate import GenerateConfig, generate_tasks, make_finder
 from arena.index import SearchIndex
 from arena.pools import assign_pools
 from arena.rotation import draw_round, retire
-from arena.types import POOLS, Intent, Pool, Task
+from arena.types import POOLS, Pool, Task
 from neurons import metrics
+from neurons.errors import NeuronError
+from neurons.validator.settings import PoolConfig
 from storage import repository
 
 logger = logging.getLogger(__name__)
@@ -37,20 +39,8 @@ logger = logging.getLogger(__name__)
 _SEED_LABEL = b"arena.generate/1:"
 
 
-class TaskAuditFailed(Exception):
+class TaskAuditFailed(NeuronError):
     """The audit over the stored and the new tasks found a cross-pool leak; nothing was stored."""
-
-
-@dataclass(frozen=True)
-class PoolConfig:
-    """When and how the held-out pool is refilled."""
-
-    min_held_out: int = 64
-    batch: int = 256
-    practice_share: float = 0.1
-    never_touch_share: float = 0.05
-    intents: tuple[Intent, ...] = ("product", "shop", "voucher")
-    findable: bool = True
 
 
 @dataclass(frozen=True)

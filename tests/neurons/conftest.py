@@ -1,7 +1,8 @@
-"""A small local network for chain tests: wallets, a local chain file, a fake clock."""
+"""A small local network for chain tests: wallets, a local chain file, a fake clock; a clean environment."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -95,3 +96,12 @@ def make_net(tmp_path: Path, wallets_dir: Path) -> Callable[..., LocalNet]:
 @pytest.fixture
 def net(make_net: Callable[..., LocalNet]) -> LocalNet:
     return make_net()
+
+
+@pytest.fixture
+def no_arena_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ``ARENA_*`` variable and no ``.env`` of the caller's: settings see only what the test sets."""
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith("ARENA_"):
+            monkeypatch.delenv(name)

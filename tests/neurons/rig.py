@@ -19,11 +19,13 @@ from judging.reasoning import Completer
 from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.signing import make_nonce_store
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
-from neurons.miner.app import MinerAppConfig, create_miner_app
+from neurons.miner.app import create_miner_app
+from neurons.miner.settings import MinerAppConfig
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
-from neurons.validator.rounds import RoundConfig, RoundDeps
-from neurons.validator.taskpool import PoolConfig, replenish
+from neurons.validator.rounds import RoundDeps
+from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig
+from neurons.validator.taskpool import replenish
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.records import JudgedTrace
 from storage.repository import iter_judged
@@ -117,8 +119,11 @@ async def running_rig(
             judge_config=judge_config or JudgeConfig(catalog_version=index.catalog_version),
             draw_secret=SECRET,
             validator_hotkey=net.hotkey("validator"),
+            tool_server_url=tool_url,
+            query_concurrency=ClientLimits().max_concurrency,
+            judge_concurrency=JudgeSettings().concurrency,
         )
-        values: dict[str, Any] = {"tool_server_url": tool_url, "tasks_per_round": 2, "episode_seconds": 20.0}
+        values: dict[str, Any] = {"tasks_per_round": 2, "episode_seconds": 20.0}
         values.update(config)
         yield Rig(net, deps, RoundConfig(**values), sessions, tool_url)
 

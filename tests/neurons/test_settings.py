@@ -8,18 +8,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from neurons.miner.settings import MinerSettings
+from neurons.miner.settings import MinerAppConfig, MinerSettings
 from neurons.validator.settings import ValidatorSettings
 
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)  # no stray .env
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("ARENA_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_arena_env")
 
 
 def settings(**values: Any) -> MinerSettings:
@@ -154,14 +146,31 @@ def test_validator_defaults_derive_from_the_data_dir(tmp_path: Path) -> None:
         {"judge": {"base_url": "http://vllm:8000/v1"}},  # no model
         {"judge": {"base_url": "http://vllm:8000/v1", "model": "m", "api_key": "replace0with0another"}},
         {"toolset": "sb-9"},
-        {"practice_share": 0.7, "never_touch_share": 0.5},
+        {"pool": {"practice_share": 0.7, "never_touch_share": 0.5}},
         {"policy": {"burn_share": 1.5}},
-        {"tasks_per_round": 0},
-        {"episode_seconds": 0},
-        {"task_intents": []},
-        {"task_intents": ["gossip"]},
+        {"round": {"tasks_per_round": 0}},
+        {"round": {"episode_seconds": 0}},
+        {"round": {"tasks": 3}},  # a section refuses a name it does not have
+        {"client": {"max_concurrency": 0}},
+        {"pool": {"intents": []}},
+        {"pool": {"intents": ["gossip"]}},
     ],
 )
 def test_bad_validator_settings_are_refused(values: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         vsettings(**values)
+
+
+def test_the_miner_endpoint_is_a_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_APP__MIN_STAKE", "250")
+    monkeypatch.setenv("ARENA_APP__MAX_CONCURRENT_TASKS", "4")
+    loaded = settings(host="10.0.0.5")
+    assert (loaded.app.min_stake, loaded.app.max_concurrent_tasks) == (250.0, 4)
+    assert loaded.app.max_steps == MinerAppConfig().max_steps  # the default, written once
+
+
+def test_the_miner_reads_a_flat_name_of_before_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARENA_AUTH_MAX_AGE", "20")
+    with pytest.warns(FutureWarning, match="ARENA_AUTH_MAX_AGE is deprecated: set ARENA_APP__AUTH_MAX_AGE"):
+        loaded = settings(host="10.0.0.5")
+    assert loaded.app.auth_max_age == 20.0

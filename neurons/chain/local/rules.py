@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neurons.chain.local.records import ChainView, NeuronRow
+from neurons.errors import NeuronError
 
 U16_MAX = 65535
 RAO_PER_UNIT = 10**9
@@ -28,7 +29,7 @@ SUPPORTED_CALLS = frozenset(
 )
 
 
-class Refused(Exception):
+class Refused(NeuronError):
     """A call the chain rejects: ``name`` is the pallet error name (e.g. SettingWeightsTooFast)."""
 
     def __init__(self, name: str, message: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from arena.types import Frozen, Message, ToolResult, Trajectory, Usage
+from neurons.errors import NeuronError
 
 # (tool name, parsed arguments, call id) -> the tool's result; never raises for agent faults.
 ToolCaller = Callable[[str, dict[str, Any], str], Awaitable[ToolResult]]
@@ -31,7 +32,7 @@ AgentStop = Literal[
 ]
 
 
-class AgentError(Exception):
+class AgentError(NeuronError):
     """An agent could not be loaded or built (bad spec, missing option); raised at start-up only."""
 
 

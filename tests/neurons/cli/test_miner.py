@@ -23,14 +23,6 @@ ROOT = Path(__file__).resolve().parents[3]
 ARENA = Path(sys.executable).parent / "arena"
 
 
-@pytest.fixture
-def no_arena_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith("ARENA_"):
-            monkeypatch.delenv(name)
-
-
 def test_help_shows_an_example() -> None:
     result = CliRunner().invoke(app, ["miner", "--help"])
     assert result.exit_code == 0

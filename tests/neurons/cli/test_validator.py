@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,7 @@ from typer.testing import CliRunner
 
 from neurons.cli import app
 
-
-@pytest.fixture(autouse=True)
-def no_arena_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.chdir(tmp_path)
-    for name in list(os.environ):
-        if name.startswith("ARENA_"):
-            monkeypatch.delenv(name)
+pytestmark = pytest.mark.usefixtures("no_arena_env")
 
 
 def test_help_shows_an_example() -> None:
@@ -61,12 +54,14 @@ def test_flags_reach_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setenv("ARENA_JUDGE__MODEL", "judge")
     args = ["--network", "local", "--local-chain", "c.db", "--netuid", "2", "--judge-url", "http://j/v1"]
     args += ["--db-url", "sqlite:///x.db", "--upgrade-db", "--port", "9000", "--once", "--json"]
+    args += ["--tasks-per-round", "3"]
     result = CliRunner().invoke(app, ["validator", *args])
     assert result.exit_code == 0, result.output
     assert seen["once"] and seen["json"]
     overrides = seen["overrides"]
     assert overrides["judge"] == {"base_url": "http://j/v1"} and overrides["db_upgrade"] is True
     assert (overrides["netuid"], overrides["port"], overrides["db_url"]) == (2, 9000, "sqlite:///x.db")
+    assert overrides["round"] == {"tasks_per_round": 3}  # a section's flag lands in its section
     assert "host" not in overrides  # absent flags leave the environment in force
 
 

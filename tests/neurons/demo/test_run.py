@@ -107,7 +107,7 @@ def test_plan_has_each_kind_per_count_with_the_right_agents(tmp_path: Path) -> N
     assert llm.env == {
         "ARENA_LLM_BASE_URL": "http://127.0.0.1:1/v1",
         "ARENA_LLM_MODEL": "smol",
-        "ARENA_MAX_STEPS": "5",
+        "ARENA_APP__MAX_STEPS": "5",
     }
 
 
@@ -133,7 +133,7 @@ def test_validator_env_is_valid_settings_and_seeded(tmp_path: Path, monkeypatch:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     settings = ValidatorSettings(network="local", local_chain=layout.chain, netuid=1)
-    assert settings.tasks_per_round == 3 and settings.weights_min_blocks == 1
+    assert settings.round.tasks_per_round == 3 and settings.weights_min_blocks == 1
     assert settings.index_path() == layout.index and settings.export_path() == layout.export
     assert settings.database_url() == layout.database_url
     assert (

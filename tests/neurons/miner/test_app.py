@@ -25,7 +25,8 @@ from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.signing import make_nonce_store, verify_request
 from neurons.errors import ChainUnavailable
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
-from neurons.miner.app import MetagraphCache, MinerAppConfig, create_miner_app
+from neurons.miner.app import MetagraphCache, create_miner_app
+from neurons.miner.settings import MinerAppConfig
 from neurons.protocol import HEADER_NONCE, TASKS_PATH, TaskRequest, TaskResponse, response_binding
 from tests.neurons.conftest import FakeClock, LocalNet
 from tests.neurons.standins import ToolWorld, tool_agent

@@ -10,6 +10,7 @@ import pytest
 from fastapi import FastAPI
 
 from arena.index import SearchIndex
+from neurons.errors import EndpointRefused
 from neurons.miner import process as miner_process
 from neurons.miner.process import WORKER_SETTINGS_ENV, build_app, serve_endpoint, worker_app
 from neurons.miner.settings import MinerSettings
@@ -63,7 +64,7 @@ async def test_scripted_miner_solves_a_task_through_the_real_tool_server(
 
 
 async def test_unregistered_miner_cannot_serve(net: LocalNet) -> None:
-    with pytest.raises(RuntimeError, match="refused"):
+    with pytest.raises(EndpointRefused, match="refused"):
         await serve_endpoint(settings_for(net, "stranger", port=9999))
 
 

@@ -28,7 +28,8 @@ from neurons.protocol import (
     TaskResponse,
     response_binding,
 )
-from neurons.validator.miner_client import ClientLimits, MinerClient
+from neurons.validator.miner_client import MinerClient
+from neurons.validator.settings import ClientLimits
 from tests.neurons.conftest import FakeClock
 from tests.neurons.standins import task_request
 

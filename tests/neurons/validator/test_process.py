@@ -120,13 +120,8 @@ async def test_serve_once_runs_rotation_a_round_and_weights_in_one_process(
         port=port,
         data_dir=tmp_path / "validator",
         catalog=fixture_catalog_path,
-        min_held_out=4,
-        task_batch=6,
-        practice_share=0.0,
-        never_touch_share=0.0,
-        tasks_per_round=2,
-        episode_seconds=20,
-        task_findable=False,
+        pool={"min_held_out": 4, "batch": 6, "practice_share": 0, "never_touch_share": 0, "findable": False},
+        round={"tasks_per_round": 2, "episode_seconds": 20},
     )
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})

@@ -9,7 +9,8 @@ from prometheus_client import REGISTRY
 from arena.audit import audit
 from arena.index import SearchIndex
 from arena.types import Task
-from neurons.validator.taskpool import PoolConfig, all_tasks, burn, generation_seed, open_and_burn, replenish
+from neurons.validator.settings import PoolConfig
+from neurons.validator.taskpool import all_tasks, burn, generation_seed, open_and_burn, replenish
 from storage import repository
 from tests.neurons.rig import make_sessions
 from tests.storage.factories import make_task
