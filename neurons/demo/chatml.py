@@ -33,6 +33,7 @@ TOOLS_PREAMBLE = (
     + "\nEach tool's result comes back in a <tool_response> block.\nTools:"
 )
 Observations = Literal["raw", "compact"]
+ToolListing = Literal["json", "compact"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ def render_prompt(
     tools: Sequence[Mapping[str, Any]] | None,
     *,
     observations: Observations = "raw",
+    listing: ToolListing = "json",
 ) -> str:
     """Render an OpenAI conversation as a ChatML prompt ending in an open assistant turn.
 
@@ -55,13 +57,13 @@ def render_prompt(
         messages: OpenAI chat messages (dicts).
         tools: OpenAI tool schemas, listed in the system turn; None or empty lists nothing.
         observations: how tool results are shown (see the module docstring).
+        listing: how the tools are listed: their JSON schemas, or a line per tool and argument.
 
     Returns:
         The prompt text (no escaping of any kind).
     """
-    return (
-        "".join(s.text for s in render_segments(messages, tools, observations=observations)) + ASSISTANT_OPEN
-    )
+    segments = render_segments(messages, tools, observations=observations, listing=listing)
+    return "".join(segment.text for segment in segments) + ASSISTANT_OPEN
 
 
 def render_segments(
@@ -69,6 +71,7 @@ def render_segments(
     tools: Sequence[Mapping[str, Any]] | None,
     *,
     observations: Observations = "raw",
+    listing: ToolListing = "json",
 ) -> list[Segment]:
     """Render a conversation turn by turn; an assistant turn is its header, then its own text."""
     names = {
@@ -76,13 +79,7 @@ def render_segments(
         for message in messages
         for call in message.get("tool_calls") or ()
     }
-    tool_lines = [
-        json.dumps(
-            {key: tool["function"].get(key) for key in ("name", "description", "parameters")},
-            ensure_ascii=False,
-        )
-        for tool in tools or ()
-    ]
+    tool_lines = [_listed(tool["function"], listing) for tool in tools or ()]
     segments: list[Segment] = []
     system_seen = False
     for message in messages:
@@ -109,6 +106,26 @@ def render_segments(
     if tool_lines and not system_seen:
         segments.insert(0, Segment(_turn("system", f"{TOOLS_PREAMBLE}\n" + "\n".join(tool_lines))))
     return segments
+
+
+def _listed(function: Mapping[str, Any], listing: ToolListing) -> str:
+    if listing == "json":
+        keys = ("name", "description", "parameters")
+        return json.dumps({key: function.get(key) for key in keys}, ensure_ascii=False)
+    parameters = function.get("parameters") or {}
+    required = set(parameters.get("required") or ())
+    lines = [f"- {function.get('name')}: {_first_sentence(function.get('description'))}"]
+    for name, spec in (parameters.get("properties") or {}).items():
+        kind = "|".join(str(v) for v in spec["enum"]) if "enum" in spec else str(spec.get("type", "any"))
+        need = "required" if name in required else "optional"
+        lines.append(f"  {name} ({kind}, {need}): {str(spec.get('description') or '').strip()}")
+    return "\n".join(lines)
+
+
+def _first_sentence(text: Any) -> str:
+    words = str(text or "").strip()
+    end = words.find(". ")
+    return words if end < 0 else words[: end + 1]
 
 
 def render_call(call: Mapping[str, Any]) -> str:

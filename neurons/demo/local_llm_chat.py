@@ -26,11 +26,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from neurons.demo.chatml import CALL_OPEN, END, Observations, render_prompt
+from neurons.demo.chatml import CALL_OPEN, END, Observations, ToolListing, render_prompt
 
 HANDLER_NAME = "arena-tools"
-# The learning benchmark's variant: compact tool results, and a short free-text thought before
-# each call (the model writes its reasons, then the call under the grammar).
+# The learning benchmark's variants: tools listed a line per argument and tool results compact
+# (neurons/demo/chatml.py), and optionally a short free-text thought before each call.
+COMPACT_HANDLER_NAME = "arena-tools-compact"
 THINKING_HANDLER_NAME = "arena-tools-thinking"
 ANSWER = "Answer:"
 THOUGHT_TOKENS = 96
@@ -67,12 +68,13 @@ def tool_call_handler(
     seed: int | None = None,
     *,
     observations: Observations = "raw",
+    listing: ToolListing = "json",
     think: bool = False,
     **sampling: Any,
 ) -> dict[str, Any]:
     """Answer one chat completion request (llama-cpp-python's chat handler signature).
 
-    ``observations`` and ``think`` are fixed per registered handler name (see :func:`main`): with
+    ``observations``, ``listing`` and ``think`` are fixed per registered handler name (see :func:`main`): with
     ``think``, a call the request requires is preceded by up to ``THOUGHT_TOKENS`` of free text,
     returned as the message content.
     """
@@ -81,7 +83,8 @@ def tool_call_handler(
         raise ValueError(f"the {HANDLER_NAME} chat format does not stream")
     limit = max_tokens or DEFAULT_MAX_TOKENS
     offered = _offered(tools or [], tool_choice)
-    prompt = render_prompt(messages, offered if tool_choice != "none" else None, observations=observations)
+    shown = offered if tool_choice != "none" else None
+    prompt = render_prompt(messages, shown, observations=observations, listing=listing)
     common: dict[str, Any] = {
         "temperature": temperature,
         "seed": seed,
@@ -175,7 +178,9 @@ def main() -> None:
     """Register the handler, then run llama-cpp-python's server with the command-line arguments."""
     registry = _llama_module("llama_cpp.llama_chat_format").LlamaChatCompletionHandlerRegistry()
     registry.register_chat_completion_handler(HANDLER_NAME, tool_call_handler, overwrite=True)
-    thinking = functools.partial(tool_call_handler, observations="compact", think=True)
+    compact = functools.partial(tool_call_handler, observations="compact", listing="compact")
+    registry.register_chat_completion_handler(COMPACT_HANDLER_NAME, compact, overwrite=True)
+    thinking = functools.partial(compact, think=True)
     registry.register_chat_completion_handler(THINKING_HANDLER_NAME, thinking, overwrite=True)
     _llama_module("llama_cpp.server.__main__").main()
 

@@ -8,6 +8,8 @@ later read. Two choices are the benchmark's, stated in its JSON:
 - ``tools``: the schemas the evaluation agent sends (tightened copies, see
   :func:`neurons.miner.agents.schemas.constrain_tool_schemas`), not the row's own, so the system
   turn is byte-identical to the one the model sees when it is evaluated;
+- ``observations`` and ``listing``: compact tool results and tool listing, as the
+  ``arena-tools-compact`` handler renders them;
 - ``thoughts``: with False, an assistant turn is taught as its tool calls alone, as the server
   decodes them under ``tool_choice="required"``; with True, its reasoning and content come first
   (for the ``arena-tools-thinking`` handler, which lets the model write a thought before each call).
@@ -21,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from neurons.demo.chatml import Observations, render_segments
+from neurons.demo.chatml import Observations, ToolListing, render_segments
 
 
 @dataclass(frozen=True)
@@ -69,13 +71,14 @@ def render_example(
     tokenizer: Any,
     *,
     observations: Observations = "compact",
+    listing: ToolListing = "compact",
     thoughts: bool = False,
 ) -> TrainingExample:
     """Tokenise one conversation piece by piece, marking the model's own turns."""
     shown = messages if thoughts else strip_thoughts(messages)
     ids: list[int] = []
     mask: list[int] = []
-    for segment in render_segments(shown, tools, observations=observations):
+    for segment in render_segments(shown, tools, observations=observations, listing=listing):
         piece = tokenizer(segment.text, add_special_tokens=False)["input_ids"]
         ids += piece
         mask += [1 if segment.own else 0] * len(piece)
@@ -89,6 +92,7 @@ def render_rows(
     *,
     max_tokens: int,
     observations: Observations = "compact",
+    listing: ToolListing = "compact",
     thoughts: bool = False,
 ) -> RenderedRows:
     """Render SFT rows; a row longer than ``max_tokens`` is left out (truncating would cut its answer)."""

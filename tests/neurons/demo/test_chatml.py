@@ -85,3 +85,28 @@ def test_only_assistant_turns_are_the_models_own_and_the_thought_comes_before_th
 
 def test_raw_rendering_shows_the_result_verbatim() -> None:
     assert json.dumps(HITS) in render_prompt(CONVERSATION, None)
+
+
+def test_a_compact_listing_names_each_tool_and_argument_on_a_line() -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "find_product",
+                "description": "Search the catalog. Long details follow.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "q": {"type": "string", "description": "Keywords, e.g. shoes."},
+                        "page": {"type": "integer", "enum": [1, 2], "description": "Page."},
+                    },
+                    "required": ["q"],
+                },
+            },
+        }
+    ]
+    prompt = render_prompt([], tools, listing="compact")
+    assert "- find_product: Search the catalog.\n" in prompt
+    assert "  q (string, required): Keywords, e.g. shoes.\n" in prompt
+    assert "  page (1|2, optional): Page." in prompt
+    assert "Long details follow" not in prompt
