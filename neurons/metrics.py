@@ -67,8 +67,13 @@ WEIGHT_SUBMISSIONS = Counter(
 )
 WEIGHTS_LAST_SUCCESS_BLOCK = Gauge(
     "arena_weights_last_success_block",
-    "Block of the last successful weight submission.",
+    "Block by which our last weights were on chain (set, or a commit's reveal verified).",
     multiprocess_mode="max",
+)
+WEIGHT_REVEALS = Counter(
+    "arena_weight_reveals_total",
+    "Timelocked weight commits checked after their reveal round, by result (revealed, missing).",
+    ["result"],
 )
 CHAIN_BLOCK = Gauge("arena_chain_block", "Latest block seen on chain.", multiprocess_mode="max")
 METAGRAPH_SYNC_TIMESTAMP = Gauge(
@@ -86,6 +91,12 @@ MINER_REQUEST_FAILURES = Counter(
     "arena_miner_request_failures_total",
     "Validator-to-miner request failures, by kind (timeout, too_large, bad_signature...).",
     ["kind"],
+)
+MINER_ENDPOINTS_REFUSED = Gauge(
+    "arena_miner_endpoints_refused",
+    "Miners of the last round not queried because their advertised address is refused, by cause.",
+    ["cause"],
+    multiprocess_mode="mostrecent",
 )
 
 # ---------------------------------------------------------------- storage and tasks

@@ -239,6 +239,9 @@ class Validator:
                 "weights": list(weights.plan.weights) if weights.plan else [],
                 "success": submission.success if submission else None,
                 "message": submission.message if submission else None,
+                # A commit's weights land at its reveal round; the next pass checks they did.
+                "reveal_round": submission.reveal_round if submission else None,
+                "reveal": weights.reveal.status if weights.reveal else None,
             }
             if weights
             else None,

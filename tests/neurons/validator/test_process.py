@@ -16,7 +16,7 @@ from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
-from neurons.chain.local.state import read_weights
+from neurons.chain.local.state import read_commits
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.process import curation_exporter, serve
@@ -135,9 +135,11 @@ async def test_serve_once_runs_rotation_a_round_and_weights_in_one_process(
     assert report["round"]["round_id"] == 0 and report["round"]["stored"] == 4
     assert report["round"]["ends"] == {"completed": 2, "miner_error": 2}
     assert report["weights"]["result"] == "submitted" and report["weights"]["success"] is True
+    assert report["weights"]["reveal_round"] is not None  # commit-reveal is on, as on finney
     assert exported and exported[0][1] == tmp_path / "validator" / "exports"
-    weights = read_weights(net.path)[1]
-    assert 3 not in weights  # the failing miner earns nothing
+    [commit] = read_commits(net.path)
+    assert commit.status == "pending" and commit.plaintext is not None
+    assert 3 not in commit.plaintext["dests"]  # the failing miner earns nothing
     engine = make_engine(config.database_url())
     with make_sessionmaker(engine)() as session:
         assert repository.count_judged(session) == 4
