@@ -69,6 +69,9 @@ class ValidatorSettings(NeuronSettings):
     max_response_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     query_concurrency: int = Field(default=64, ge=1, le=4096)
     metagraph_interval: float = Field(default=300.0, ge=1)
+    # Non-global networks whose miner addresses are queried anyway (a private testnet, e.g.
+    # "10.0.0.0/8"); otherwise only global addresses are, except on the local network.
+    miner_networks: tuple[str, ...] = ()
 
     # ---- judge and weights
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
@@ -102,6 +105,13 @@ class ValidatorSettings(NeuronSettings):
     def _known_toolset(cls, value: str) -> str:
         if value not in TOOLSETS:
             raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}")
+        return value
+
+    @field_validator("miner_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            ipaddress.ip_network(entry, strict=False)  # e.g. 10.0.0.0/8 or fd00::/8
         return value
 
     @field_validator("toolserver_url")

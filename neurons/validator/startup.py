@@ -103,6 +103,8 @@ def init_metrics() -> None:
     for op in ("save_judged",):
         metrics.DB_ERRORS.labels(op)
     metrics.WEIGHT_SUBMISSIONS.labels("success")
+    for reveal in ("revealed", "missing"):
+        metrics.WEIGHT_REVEALS.labels(reveal)
     for result in ("ok", "partial"):
         metrics.ROUNDS.labels(result)
     for pool in POOLS:

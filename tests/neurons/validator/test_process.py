@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import stat
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from arena.toolserver import create_tool_router
 from neurons.chain.local.state import read_commits
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.app import MeteredToolLog, create_validator_app
-from neurons.validator.process import curation_exporter, serve
+from neurons.validator.process import curation_exporter, open_validator, serve
 from neurons.validator.settings import ValidatorSettings
 from neurons.validator.startup import StartupError, derive, load_secret, open_database, open_search_index
 from storage import repository
@@ -176,3 +178,49 @@ def test_the_curation_exporter_writes_the_export_and_names_the_database_without_
         assert (out / name).is_file()
     card = (out / "README.md").read_text()
     assert "db.example" in card and "hunter2-secret" not in card
+
+
+def local_settings(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path, **values: Any
+) -> ValidatorSettings:
+    return ValidatorSettings(
+        network="local",
+        local_chain=net.path,
+        netuid=NETUID,
+        wallet_name="validator",
+        wallet_path=net.wallets_dir,
+        host="127.0.0.1",
+        data_dir=tmp_path / "validator",
+        catalog=fixture_catalog_path,
+        **values,
+    )
+
+
+async def test_a_weight_limit_below_the_maximum_is_warned_about_at_start(
+    make_net: Callable[..., LocalNet],
+    tmp_path: Path,
+    fixture_catalog_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    net = make_net(max_weights_limit=6553)  # 10%
+    validator = open_validator(
+        local_settings(net, tmp_path, fixture_catalog_path, policy={"burn_share": 0.5})
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="neurons.validator.process"):
+            warning = await validator.warn_weight_limit()
+    finally:
+        await validator.aclose()
+
+    assert warning is not None and "burn share 50% is cut to 10.00%" in warning
+    assert "weight_limit max_weight_share=0.1000" in caplog.text
+
+
+async def test_on_the_local_network_rounds_query_any_miner_address(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path))
+    try:
+        assert validator.endpoint_policy().any_address  # the local network: every process on one host
+    finally:
+        await validator.aclose()
