@@ -6,17 +6,25 @@ from one metagraph snapshot (registered, validator permit, minimum stake). The a
 against the validator's tool server within the request's deadline and budgets, and the answer
 is signed for the calling validator and bound to its request nonce. Nothing a caller sends can
 crash the handler: every refusal is a JSON ``TaskRefusal`` with a reason code.
+
+The metagraph is refreshed in the background (``MetagraphCache``), never on a request's path:
+a chain read can take up to its timeout (30 s), longer than a signed request stays fresh
+(10 s), so an inline refresh turned every cache expiry or slow RPC into valid requests refused
+as ``stale``. A request is admitted against the last good snapshot while it is younger than
+``metagraph_max_age``; older, the miner refuses with ``metagraph_expired`` (503), which says
+"this miner's view of the chain", never ``stale`` (which is about the request's clock).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from fastapi import FastAPI, Request, Response
@@ -48,6 +56,7 @@ from neurons.protocol import (
 
 logger = logging.getLogger(__name__)
 
+MIN_REFRESH_SECONDS = 0.05  # the refresher's floor, whatever the settings say
 # Refusals that say "who are you?" are 401; "you may not" is 403.
 _FORBIDDEN: frozenset[AuthReason] = frozenset({"unknown_hotkey", "no_permit", "low_stake"})
 
@@ -58,7 +67,8 @@ class MinerAppConfig:
 
     min_stake: float = 0.0
     auth_max_age: float = 10.0
-    metagraph_ttl: float = 30.0
+    metagraph_ttl: float = 30.0  # seconds between background refreshes
+    metagraph_max_age: float = 600.0  # older than this, the last good snapshot admits no one
     max_request_bytes: int = 1024 * 1024
     max_request_depth: int = 32
     max_concurrent_tasks: int = 16
@@ -66,51 +76,88 @@ class MinerAppConfig:
     max_steps: int = 20
 
 
-class MetagraphCache:
-    """The latest metagraph snapshot, refreshed at most every ``ttl`` seconds.
+MetagraphUnusableReason = Literal["metagraph_unavailable", "metagraph_expired"]
 
-    Each request takes one snapshot from ``get()`` and decides admission on it alone. When a
-    refresh fails the previous snapshot stays in use (logged); with none yet, the failure is raised.
+
+class MetagraphUnusable(Exception):
+    """No snapshot to admit callers with: none read yet, or the last good one is too old."""
+
+    def __init__(self, reason: MetagraphUnusableReason, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason: MetagraphUnusableReason = reason
+        self.detail = detail
+
+
+class MetagraphCache:
+    """The last good metagraph snapshot, refreshed in the background every ``refresh_interval`` seconds.
+
+    ``run()`` is the refresher (started by the app's lifespan after a first ``refresh()``);
+    requests read ``current()``, which never waits for the chain. A failed refresh keeps the
+    previous snapshot (logged) and is retried sooner, after ``retry_interval``.
     """
 
     def __init__(
         self,
         fetch: Callable[[], Awaitable[MetagraphSnapshot]],
         *,
-        ttl: float,
+        refresh_interval: float,
+        max_age: float,
+        retry_interval: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """Serve snapshots from ``fetch`` (e.g. ``chain.snapshot``); ``clock`` measures their age."""
         self._fetch = fetch
-        self._ttl = ttl
+        self.refresh_interval = max(MIN_REFRESH_SECONDS, refresh_interval)
+        self.retry_interval = max(MIN_REFRESH_SECONDS, min(retry_interval, self.refresh_interval))
+        self.max_age = max_age
         self._clock = clock
         self._snapshot: MetagraphSnapshot | None = None
         self._fetched_at = 0.0
-        self._lock = asyncio.Lock()
 
-    def _fresh(self) -> MetagraphSnapshot | None:
-        if self._snapshot is not None and self._clock() - self._fetched_at < self._ttl:
-            return self._snapshot
-        return None
+    def age(self) -> float | None:
+        """Seconds since the last good snapshot was read, None before the first."""
+        return None if self._snapshot is None else self._clock() - self._fetched_at
 
-    async def get(self) -> MetagraphSnapshot:
-        """A snapshot no older than ``ttl`` when the chain answers; raises ChainUnavailable if none."""
-        if (snapshot := self._fresh()) is not None:
-            return snapshot
-        async with self._lock:  # one refresh at a time; waiters reuse its result
-            if (snapshot := self._fresh()) is not None:
-                return snapshot
+    def current(self) -> MetagraphSnapshot:
+        """The last good snapshot, if younger than ``max_age``.
+
+        Raises:
+            MetagraphUnusable: none was read yet, or the last one is older than ``max_age``.
+        """
+        age = self.age()
+        if self._snapshot is None or age is None:
+            raise MetagraphUnusable("metagraph_unavailable", "the miner has not read the metagraph yet")
+        if age > self.max_age:
+            detail = f"the miner's last metagraph (block {self._snapshot.block}) is {age:.0f}s old"
+            raise MetagraphUnusable("metagraph_expired", f"{detail}, over {self.max_age:g}s")
+        return self._snapshot
+
+    async def refresh(self) -> bool:
+        """Read the metagraph once; True on success (a failure keeps the previous snapshot)."""
+        try:
+            snapshot = await self._fetch()
+        except ChainUnavailable as exc:
+            block = self._snapshot.block if self._snapshot is not None else None
+            logger.warning("metagraph_refresh_failed kind=%s using_block=%s", exc.kind, block)
+            return False
+        self._snapshot, self._fetched_at = snapshot, self._clock()
+        metrics.METAGRAPH_SYNC_TIMESTAMP.set(time.time())
+        metrics.CHAIN_BLOCK.set(snapshot.block)
+        return True
+
+    async def run(self) -> None:
+        """Refresh forever: every ``refresh_interval``, or ``retry_interval`` after a failure.
+
+        The first refresh comes one interval after the start (the app reads once before serving).
+        """
+        ok = self._snapshot is not None
+        while True:
+            await asyncio.sleep(self.refresh_interval if ok else self.retry_interval)
             try:
-                snapshot = await self._fetch()
-            except ChainUnavailable as exc:
-                if self._snapshot is None:
-                    raise
-                logger.warning(
-                    "metagraph_refresh_failed kind=%s using_block=%d", exc.kind, self._snapshot.block
-                )
-                self._fetched_at = self._clock()  # retry after another ttl, not on every request
-                return self._snapshot
-            self._snapshot, self._fetched_at = snapshot, self._clock()
-            return snapshot
+                ok = await self.refresh()
+            except Exception:  # a bug must not stop the refresher: log it and retry
+                logger.exception("metagraph_refresh_crashed")
+                ok = False
 
 
 class _Refused(Exception):
@@ -160,7 +207,9 @@ def create_miner_app(
         wallet=wallet,
         hotkey=hotkey_of(wallet),
         agent=agent,
-        metagraph=MetagraphCache(metagraph, ttl=config.metagraph_ttl),
+        metagraph=MetagraphCache(
+            metagraph, refresh_interval=config.metagraph_ttl, max_age=config.metagraph_max_age
+        ),
         nonce_store=nonce_store,
         config=config,
         slots=asyncio.Semaphore(config.max_concurrent_tasks),
@@ -168,6 +217,8 @@ def create_miner_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await miner.metagraph.refresh()  # before serving; a chain down now is retried in the background
+        refresher = asyncio.create_task(miner.metagraph.run(), name="metagraph-refresher")
         async with httpx.AsyncClient(
             transport=tool_transport,
             limits=httpx.Limits(max_connections=4 * config.max_concurrent_tasks),
@@ -178,6 +229,9 @@ def create_miner_app(
                 yield
             finally:
                 miner.tools_http = None
+                refresher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await refresher
                 if on_shutdown is not None:
                     await on_shutdown()
 
@@ -198,7 +252,13 @@ def create_miner_app(
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "hotkey": miner.hotkey, "protocol_version": PROTOCOL_VERSION}
+        age = miner.metagraph.age()
+        return {
+            "status": "ok",
+            "hotkey": miner.hotkey,
+            "protocol_version": PROTOCOL_VERSION,
+            "metagraph_age_seconds": None if age is None else round(age, 1),
+        }
 
     @app.get(METRICS_PATH)
     async def metrics_endpoint() -> Response:
@@ -229,9 +289,10 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 async def _authenticate(miner: _Miner, request: Request, body: bytes) -> str:
     try:
-        snapshot = await miner.metagraph.get()
-    except ChainUnavailable as exc:
-        raise _Refused(503, "metagraph_unavailable", "the miner cannot read the metagraph", None) from exc
+        snapshot = miner.metagraph.current()  # never waits for the chain (see the module docstring)
+    except MetagraphUnusable as exc:
+        metrics.MINER_AUTH_FAILURES.labels(exc.reason).inc()
+        raise _Refused(503, exc.reason, exc.detail, None) from exc
     try:
         # Off the event loop: the SQLite replay store may wait on another worker's write lock.
         return await run_in_threadpool(

@@ -43,6 +43,7 @@ def app_config(settings: MinerSettings) -> MinerAppConfig:
         min_stake=settings.min_stake,
         auth_max_age=settings.auth_max_age,
         metagraph_ttl=settings.metagraph_ttl,
+        metagraph_max_age=settings.metagraph_max_age,
         max_request_bytes=settings.max_request_bytes,
         max_request_depth=settings.max_request_depth,
         max_concurrent_tasks=settings.max_concurrent_tasks,

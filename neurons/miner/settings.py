@@ -28,7 +28,9 @@ class MinerSettings(NeuronSettings):
 
     min_stake: float = Field(default=0.0, ge=0)  # a caller needs a validator permit and this much stake
     auth_max_age: float = Field(default=10.0, gt=0, le=60)  # freshness window of signed requests
-    metagraph_ttl: float = Field(default=30.0, ge=0)  # seconds a metagraph snapshot is reused
+    metagraph_ttl: float = Field(default=30.0, ge=0)  # seconds between background metagraph refreshes
+    # Older than this, the last good snapshot admits no one: requests get 503 metagraph_expired.
+    metagraph_max_age: float = Field(default=600.0, gt=0)
     nonce_db: Path | None = None  # SQLite replay store; required (or derived) with several workers
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024)
     max_request_depth: int = Field(default=32, ge=4, le=256)
