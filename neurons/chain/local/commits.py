@@ -2,15 +2,20 @@
 
 The local chain cannot open a drand timelock (that needs the round's signature from the drand
 network), so the submitter hands it the plaintext next to the ciphertext: the test double's one
-shortcut. A commit opens at the first block made at or after its drand round's publication
-time, under ``set_weights``'s rules at that block (``rules.reveal_weights``); a failed reveal is
-silent, as on chain: the commit is marked ``failed`` with the pallet error, no weights change.
+shortcut. As subtensor: a commit made in epoch ``e`` is opened in epoch ``e + reveal_period``, at
+its first block whose time is at or after the drand round's publication (the pulse must be on
+chain); it is applied under ``set_weights``'s rules at that block (``rules.reveal_weights``). A
+failed reveal is silent, as on chain: the commit is marked ``failed`` with the pallet error and no
+weights change; one whose round is not published before its reveal epoch ends is ``expired``.
+Epochs here are the local chain's: ``tempo + 1`` blocks, epoch ``e`` starting at block
+``e * (tempo + 1)``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
@@ -34,26 +39,55 @@ def keep_commit(
     )
 
 
+def reveal_window(config: LocalChainConfig, commit: CommitRecord) -> tuple[int, int]:
+    """The first and the last block of the commit's reveal epoch."""
+    period = config.tempo + 1
+    first = (commit.block // period + config.reveal_period_epochs) * period
+    return first, first + period - 1
+
+
+def opening_block(config: LocalChainConfig, commit: CommitRecord) -> int | None:
+    """The first block of the reveal epoch made after the commit's round was published; None: it expires."""
+    first, last = reveal_window(config, commit)
+    if math.isinf(commit.reveal_at):
+        return None
+    opens = max(first, config.first_block_at(commit.reveal_at))
+    return opens if opens <= last else None
+
+
+def _pending(conn: sqlite3.Connection) -> list[CommitRecord]:
+    rows = conn.execute("SELECT * FROM commits WHERE status = 'pending' ORDER BY id").fetchall()
+    return [commit_record(row) for row in rows]
+
+
+def _due(config: LocalChainConfig, commit: CommitRecord, block: int) -> bool:
+    opens = opening_block(config, commit)
+    return opens <= block if opens is not None else block > reveal_window(config, commit)[1]
+
+
 def reveal_pending(conn: sqlite3.Connection, config: LocalChainConfig, block: int) -> int:
-    """Open every pending commit whose reveal block is at or before ``block``; returns how many."""
-    head_time = config.block_time(block)
-    due = conn.execute(
-        "SELECT * FROM commits WHERE status = 'pending' AND reveal_at <= ? ORDER BY id", (head_time,)
-    ).fetchall()
-    for row in map(commit_record, due):
-        at = config.first_block_at(row.reveal_at)
-        view = ChainView(config, at, read_neurons(conn))
-        try:
-            if row.plaintext is None:
-                raise Refused("CommitUnreadable", "no plaintext was handed over with this commit")
-            store(conn, reveal_weights(view, row.signer, row.plaintext))
-            update: tuple[str, int, str | None] = ("revealed", at, None)
-        except Refused as refusal:
-            update = ("failed", at, refusal.name)
+    """Open (or expire) every pending commit due at or before ``block``; returns how many."""
+    due = [commit for commit in _pending(conn) if _due(config, commit, block)]
+    for row in due:
+        at = opening_block(config, row)
+        update: tuple[str, int | None, str | None]
+        if at is None:
+            update = ("expired", None, "NoDrandPulse")
+        else:
+            view = ChainView(config, at, read_neurons(conn))
+            try:
+                if row.plaintext is None:
+                    raise Refused("CommitUnreadable", "no plaintext was handed over with this commit")
+                store(conn, reveal_weights(view, row.signer, row.plaintext))
+                update = ("revealed", at, None)
+            except Refused as refusal:
+                update = ("failed", at, refusal.name)
         conn.execute(
             "UPDATE commits SET status = ?, revealed_block = ?, error = ? WHERE id = ?", (*update, row.id)
         )
-        logger.debug("local reveal block=%d signer=%s status=%s error=%s", at, row.signer, *update[::2])
+        logger.debug(
+            "local reveal block=%s signer=%s status=%s error=%s", update[1], row.signer, *update[::2]
+        )
     return len(due)
 
 
@@ -74,6 +108,5 @@ def commit_record(row: sqlite3.Row) -> CommitRecord:
 
 
 def pending_due(conn: sqlite3.Connection, config: LocalChainConfig, block: int) -> bool:
-    """Whether any pending commit opens at or before ``block``."""
-    query = "SELECT 1 FROM commits WHERE status = 'pending' AND reveal_at <= ? LIMIT 1"
-    return conn.execute(query, (config.block_time(block),)).fetchone() is not None
+    """Whether any pending commit opens (or expires) at or before ``block``."""
+    return any(_due(config, commit, block) for commit in _pending(conn))

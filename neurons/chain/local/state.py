@@ -13,12 +13,13 @@ chain's own error names) and logs what reaches a block, so a call the SDK's pre-
 through can still be refused, as on finney. The account nonce is the number of extrinsics a
 signer got into blocks; the pool refuses any other (a stale or future nonce).
 
-Commit-reveal: a timelocked commit is kept with the plaintext its submitter handed over (the
-local chain cannot open a drand timelock: this is the test double's one shortcut) and revealed
-at the first block made at or after its drand round's publication, under ``set_weights``'s
-rules at that block. A failed reveal is silent, as on chain: the commit is marked ``failed``
-in the commit log (``read_commits``), and no weights change. Reveals due are applied by
-whichever access comes first (a read or a dispatch), so every process sees the same state.
+Commit-reveal (``neurons.chain.local.commits``): a timelocked commit is kept with the plaintext
+its submitter handed over (the local chain cannot open a drand timelock: this is the test
+double's one shortcut) and revealed in its reveal epoch, at the first block made after its
+drand round's publication, under ``set_weights``'s rules at that block. A failed reveal is
+silent, as on chain: the commit is marked ``failed`` in the commit log (``read_commits``), and
+no weights change. Reveals due are applied by whichever access comes first (a read or a
+dispatch), so every process sees the same state.
 
 Nothing here imports bittensor: ``neurons.chain.local.substrate`` presents this state to the
 SDK.

@@ -177,14 +177,17 @@ async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
     assert extrinsic.call == "SubtensorModule.commit_timelocked_mechanism_weights"
     assert early.result == "not_due" and early.reveal is not None and early.reveal.status == "pending"
     assert verified.reveal is not None and verified.reveal.status == "revealed"
-    # The chain opened the commit at the first block made after its drand round was published.
+    # The chain opened the commit in its reveal epoch (the next one: reveal period 1, tempo 20),
+    # at the first block of it made after the commit's drand round was published.
     [commit] = read_commits(net.path, clock=net.clock)
     published = timelock.reveal_time(submission.reveal_round or 0).timestamp()
     assert commit.reveal_at == pytest.approx(published, abs=5.0)  # the fake clock started at real time
     config = chain_config(net)
     opened = commit.revealed_block
     assert commit.status == "revealed" and opened is not None
-    assert config.block_time(opened - 1) < commit.reveal_at <= config.block_time(opened)
+    epoch_start = ((submission.block or 0) // 21 + 1) * 21
+    assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + 21
+    assert config.block_time(opened) >= commit.reveal_at
     on_chain = read_weights(net.path, clock=net.clock)[1]
     assert on_chain[2] > on_chain[3] > 0 and on_chain[0] > 0
     with sessions() as session:

@@ -131,9 +131,10 @@ def test_the_pool_refuses_without_a_block_and_checks_the_nonce(tmp_path: Path) -
 COMMIT = {"netuid": 3, "mecid": 0, "commit": b"sealed", "reveal_round": 77, "commit_reveal_version": 4}
 
 
-def test_a_commit_is_revealed_at_the_first_block_after_its_round(tmp_path: Path) -> None:
+def test_a_commit_opens_in_its_reveal_epoch_at_the_first_block_after_its_round(tmp_path: Path) -> None:
     clock = Clock()
-    chain = make(tmp_path / "c.db", clock, block_seconds=12.0)
+    # Epochs of 6 blocks: the commit (block 1, epoch 0) opens in epoch 1, blocks 6 to 11.
+    chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5)
     register(chain.path, "v", "cv", validator_permit=True)
     register(chain.path, "m", "cm")
     plain = {"dests": [0, 2], "weights": [32768, 65535], "version_key": 0}
@@ -163,7 +164,7 @@ def test_a_failed_reveal_is_silent_on_chain(tmp_path: Path) -> None:
     sealed = {"reveal_at": clock.now + 5.0, "plaintext": {"dests": [0], "weights": [1], "version_key": 0}}
     chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
     register(chain.path, "v", "cv", validator_permit=False)  # the permit is lost before the reveal
-    clock.now += 10.0
+    clock.now += 25.0  # block 26: in the reveal epoch (blocks 21 to 41), the round long published
 
     assert read_weights(chain.path, clock=clock) == {}
     [commit] = read_commits(chain.path, clock=clock)
@@ -172,6 +173,30 @@ def test_a_failed_reveal_is_silent_on_chain(tmp_path: Path) -> None:
         "SubtensorModule.commit_timelocked_mechanism_weights"
     ]
     assert chain.pending_commits() == []
+
+
+def test_a_round_published_before_the_reveal_epoch_waits_for_it_and_one_after_it_expires(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5, weights_rate_limit=0)
+    register(chain.path, "v", "cv", validator_permit=True)
+    plain = {"dests": [0], "weights": [1], "version_key": 0}
+    early = {"reveal_at": clock.now + 10.0, "plaintext": plain}  # before epoch 1 starts (block 6)
+    late = {"reveal_at": clock.now + 200.0, "plaintext": plain}  # after epoch 1 ends (block 11)
+    for sealed in (early, late):
+        chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
+
+    clock.now += 59.0  # block 5
+    waiting = [c.status for c in read_commits(chain.path, clock=clock)]
+    clock.now += 100.0  # block 14
+    settled = read_commits(chain.path, clock=clock)
+
+    assert waiting == ["pending", "pending"]
+    assert [(c.status, c.revealed_block, c.error) for c in settled] == [
+        ("revealed", 6, None),
+        ("expired", None, "NoDrandPulse"),
+    ]
 
 
 def test_a_missing_file_is_never_created(tmp_path: Path) -> None:
