@@ -275,10 +275,14 @@ def _weights(row: WeightSubmissionRow) -> WeightRecord:
 def last_successful_weights(session: Session, *, landed: bool = False) -> WeightRecord | None:
     """Return the most recent submission the chain accepted, or None.
 
-    With ``landed``, only one whose weights are known to be on chain: a plain submission, or a
+    A commit whose reveal was found missing does not count: its weights never landed. With
+    ``landed``, only one whose weights are known to be on chain: a plain submission, or a
     commit whose reveal was verified.
     """
-    query = select(WeightSubmissionRow).where(WeightSubmissionRow.success.is_(True))
+    status = WeightSubmissionRow.reveal_status
+    query = select(WeightSubmissionRow).where(
+        WeightSubmissionRow.success.is_(True), status.is_(None) | (status != "missing")
+    )
     if landed:
         query = query.where(
             WeightSubmissionRow.reveal_status.is_(None) | (WeightSubmissionRow.reveal_status == "revealed")

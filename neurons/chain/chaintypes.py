@@ -198,6 +198,9 @@ Admission = Callable[[str], AuthReason | None]
 def validator_admission(snapshot: MetagraphSnapshot, *, min_stake: float = 0.0) -> Admission:
     """An admission rule from one metagraph snapshot: registered, validator permit, enough stake.
 
+    The subnet owner's hotkey is admitted without permit or stake, as subtensor lets it set
+    weights without either.
+
     Args:
         snapshot: the metagraph the decision is taken against (take one per request or per sync).
         min_stake: minimum total stake (alpha) a caller must hold.
@@ -211,6 +214,8 @@ def validator_admission(snapshot: MetagraphSnapshot, *, min_stake: float = 0.0) 
         neuron = by_hotkey.get(hotkey)
         if neuron is None:
             return "unknown_hotkey"
+        if hotkey == snapshot.owner_hotkey:
+            return None
         if not neuron.validator_permit:
             return "no_permit"
         if neuron.stake < min_stake:

@@ -116,6 +116,10 @@ def test_a_commit_keeps_its_reveal_round_until_its_reveal_is_checked(session: Se
         (9001, "superseded"),
     ]
     assert not record_weight_submission(session, submission=newer)  # its identity ignores the outcome
+    lost = newer.model_copy(update={"block": 200, "reveal_round": 9003, "at": T0 + timedelta(minutes=9)})
+    record_weight_submission(session, submission=lost)
+    record_reveal(session, reveal_round=9003, status="missing", block=230)
+    assert last_successful_weights(session) == landed  # a commit that never landed does not count
 
 
 def test_weight_records_refuse_bad_vectors() -> None:

@@ -217,11 +217,14 @@ class LocalChain:
             return reveal_pending(conn, self.config, block)
 
     def view(self) -> ChainView:
-        """The subnet's neurons at the current block."""
-        self.reveal_due()
-        with connect(self.path) as conn:
-            neurons = read_neurons(conn)
-        return ChainView(self.config, self.block(), neurons)
+        """The subnet's neurons at the current block (reveals due applied first)."""
+        block = self.block()
+        with connect(self.path) as conn:  # one read in the common case: no reveal due
+            if not pending_due(conn, self.config, block):
+                return ChainView(self.config, block, read_neurons(conn))
+        with connect(self.path, write=True) as conn:
+            reveal_pending(conn, self.config, block)
+            return ChainView(self.config, block, read_neurons(conn))
 
     def weights(self) -> dict[int, list[tuple[int, int]]]:
         """Stored weights per setting uid, as (dest uid, u16 value) pairs."""

@@ -427,6 +427,8 @@ async def test_admission_refuses_unknown_unpermitted_and_poor_callers(net: Local
     assert verify(net, signed(net, "validator"), store, admit=admit) == net.hotkey("validator")
     poorer = validator_admission(await net.chain("miner1").snapshot(), min_stake=5000.0)
     assert reason_of(lambda: verify(net, signed(net, "validator"), store, admit=poorer)) == "low_stake"
+    # The owner sets weights without permit or stake on chain, so miners admit it the same way.
+    assert verify(net, signed(net, "owner"), store, admit=poorer) == net.hotkey("owner")
 
 
 def test_a_refused_caller_does_not_burn_its_nonce(net: LocalNet) -> None:
