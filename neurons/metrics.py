@@ -92,11 +92,10 @@ MINER_REQUEST_FAILURES = Counter(
     "Validator-to-miner request failures, by kind (timeout, too_large, bad_signature...).",
     ["kind"],
 )
-MINER_ENDPOINTS_REFUSED = Gauge(
-    "arena_miner_endpoints_refused",
-    "Miners of the last round not queried because their advertised address is refused, by cause.",
+MINER_ENDPOINT_REFUSALS = Counter(
+    "arena_miner_endpoint_refusals_total",
+    "Miners left out of a round because their advertised address is not global, by cause.",
     ["cause"],
-    multiprocess_mode="mostrecent",
 )
 
 # ---------------------------------------------------------------- storage and tasks

@@ -360,8 +360,13 @@ def miners() -> Json:
             panel(
                 "timeseries",
                 "Miners not queried (address refused)",
-                "Miners of the last round left out: their advertised address is not global (by cause).",
-                [target(f"sum by (cause) (arena_miner_endpoints_refused{{{V}}})", "{{cause}}")],
+                "Miners left out of rounds per hour: their advertised address is not global (by cause).",
+                [
+                    target(
+                        f"sum by (cause) (increase(arena_miner_endpoint_refusals_total{{{V}}}[1h]))",
+                        "{{cause}}",
+                    )
+                ],
                 "none",
             ),
             row("Miner process (miner operators)"),

@@ -7,7 +7,7 @@ services behind the validator's firewall. On finney and test only globally routa
 are queried; a private testnet names its ranges in an explicit allowlist
 (``ValidatorSettings.miner_networks``); the local network (every process on one host) allows
 all. A refused miner is not queried at all: it is left out of the round like one that serves
-nothing (``arena_miner_endpoints_refused{cause}`` counts them per round).
+nothing (``arena_miner_endpoint_refusals_total{cause}`` counts them, once per round each).
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def screen_endpoints(snapshot: MetagraphSnapshot, policy: EndpointPolicy) -> Met
             )
             neuron = neuron.model_copy(update={"endpoint": None})
         neurons.append(neuron)
-    for cause in ENDPOINT_CAUSES:
-        metrics.MINER_ENDPOINTS_REFUSED.labels(cause).set(refused[cause])
+    for cause, count in refused.items():
+        metrics.MINER_ENDPOINT_REFUSALS.labels(cause).inc(count)
     if refused:
         causes = " ".join(f"{cause}={count}" for cause, count in sorted(refused.items()))
         logger.warning("miner_endpoints_refused block=%d %s", snapshot.block, causes)

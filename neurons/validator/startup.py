@@ -18,6 +18,7 @@ from judging.reasoning import OUTAGE_CAUSES
 from judging.types import AXES
 from neurons import metrics
 from neurons.protocol import PROTOCOL_VERSION
+from neurons.validator.endpoints import ENDPOINT_CAUSES
 from neurons.validator.settings import ValidatorSettings
 from storage.db import check_schema, make_engine, upgrade
 from storage.errors import StorageError
@@ -105,6 +106,8 @@ def init_metrics() -> None:
     metrics.WEIGHT_SUBMISSIONS.labels("success")
     for reveal in ("revealed", "missing"):
         metrics.WEIGHT_REVEALS.labels(reveal)
+    for cause in ENDPOINT_CAUSES:
+        metrics.MINER_ENDPOINT_REFUSALS.labels(cause)
     for result in ("ok", "partial"):
         metrics.ROUNDS.labels(result)
     for pool in POOLS:

@@ -74,6 +74,10 @@ def neuron(uid: int, endpoint: str | None) -> Neuron:
     )
 
 
+def refusals(cause: str) -> float:
+    return REGISTRY.get_sample_value("arena_miner_endpoint_refusals_total", {"cause": cause}) or 0.0
+
+
 def test_refused_miners_are_left_out_of_the_round_and_counted() -> None:
     snapshot = MetagraphSnapshot(
         netuid=1,
@@ -90,10 +94,11 @@ def test_refused_miners_are_left_out_of_the_round_and_counted() -> None:
         taken_at=datetime.now(UTC),
     )
 
+    before = {cause: refusals(cause) for cause in ("private", "link_local", "loopback")}
     screened = screen_endpoints(snapshot, STRICT)
 
     assert [n.endpoint for n in screened.neurons] == [None, "http://8.8.4.4:8091", None, None, None]
     assert [m.uid for m in pick_miners(screened, self_hotkey="v", n=0, key=b"k")] == [1]
-    assert REGISTRY.get_sample_value("arena_miner_endpoints_refused", {"cause": "private"}) == 2
-    assert REGISTRY.get_sample_value("arena_miner_endpoints_refused", {"cause": "link_local"}) == 1
-    assert REGISTRY.get_sample_value("arena_miner_endpoints_refused", {"cause": "loopback"}) == 0
+    assert refusals("private") == before["private"] + 2
+    assert refusals("link_local") == before["link_local"] + 1
+    assert refusals("loopback") == before["loopback"]
