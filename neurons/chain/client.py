@@ -23,7 +23,6 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -35,56 +34,21 @@ from bittensor.intents import ServeAxon, SetWeights
 from neurons import metrics
 from neurons.chain.chaintypes import (
     MetagraphSnapshot,
-    Neuron,
     OnChainWeights,
     Submission,
     WeightRules,
     WeightSubmission,
 )
-from neurons.chain.local.rules import RAO_PER_UNIT, U16_MAX
+from neurons.chain.local.rules import U16_MAX
 from neurons.chain.local.sdk import LocalSdkSubstrate
 from neurons.chain.local.state import LocalChain
+from neurons.chain.results import error_code, reveal_rounds, snapshot_of, submission_of
 from neurons.chain.wallets import Wallet, hotkey_of, load_wallet
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.settings import NeuronSettings
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-def _snapshot(graph: bt.Metagraph) -> MetagraphSnapshot:
-    neurons = tuple(
-        Neuron(
-            uid=n.uid,
-            hotkey=n.hotkey,
-            coldkey=n.coldkey,
-            stake=n.total_stake.rao / RAO_PER_UNIT,
-            validator_permit=n.validator_permit,
-            endpoint=f"http://{n.axon}" if n.axon else None,
-            last_update=n.last_update,
-        )
-        for n in graph.neurons
-    )
-    owner = graph.by_hotkey(graph.owner_hotkey)
-    return MetagraphSnapshot(
-        netuid=graph.netuid,
-        block=graph.block,
-        neurons=neurons,
-        owner_hotkey=graph.owner_hotkey,
-        owner_uid=owner.uid if owner is not None else None,
-        taken_at=datetime.now(UTC),
-    )
-
-
-def _code(error: BaseException | None) -> str:
-    code = getattr(error, "code", None)
-    return str(code.value) if code is not None else "invalid_argument"
-
-
-def _included(result: bt.ExtrinsicResult) -> Submission:
-    block = int(result.extrinsic_id.partition("-")[0]) if result.extrinsic_id else None
-    code = None if result.success else _code(result.error or bt.ChainError(result.message))
-    return Submission(success=result.success, message=result.message, block=block, code=code)
 
 
 class BittensorChain:
@@ -182,7 +146,7 @@ class BittensorChain:
                 raise bt.ChainError(f"subnet {self._netuid} does not exist")
             return graph
 
-        return _snapshot(await self._run("metagraph", read, self._read_timeout))
+        return snapshot_of(await self._run("metagraph", read, self._read_timeout))
 
     async def block(self) -> int:
         """The current block."""
@@ -255,8 +219,8 @@ class BittensorChain:
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
                 raise
             except bt.BittensorError as exc:  # refused before signing (pre-flight or conform)
-                return submission(Submission(success=False, message=str(exc), code=_code(exc)))
-            return submission(_included(result), result.data.get("reveal_round"))
+                return submission(Submission(success=False, message=str(exc), code=error_code(exc)))
+            return submission(submission_of(result), result.data.get("reveal_round"))
 
         outcome = await self._run("set_weights", submit, self._write_timeout, signs=True)
         level = logging.INFO if outcome.success else logging.WARNING
@@ -281,12 +245,7 @@ class BittensorChain:
             commits = await self._client.query_map(
                 ("SubtensorModule", "TimelockedWeightCommits"), [self._netuid]
             )
-            pending = tuple(
-                int(reveal_round)
-                for _, entries in commits
-                for hotkey, _block, _ciphertext, reveal_round in entries or []
-                if str(hotkey) == self._hotkey
-            )
+            pending = reveal_rounds(commits, self._hotkey)
             return OnChainWeights(
                 block=block,
                 drand_round=timelock.current_round(stamp.timestamp()),
@@ -321,8 +280,8 @@ class BittensorChain:
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
                 raise
             except bt.BittensorError as exc:
-                return Submission(success=False, message=str(exc), code=_code(exc))
-            return _included(result)
+                return Submission(success=False, message=str(exc), code=error_code(exc))
+            return submission_of(result)
 
         submission = await self._run("serve", submit, self._write_timeout, signs=True)
         logger.info("serve endpoint=%s success=%s message=%s", served, submission.success, submission.message)
