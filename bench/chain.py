@@ -60,6 +60,7 @@ async def bench_local_chain(root: Path, size: int, repeats: int) -> dict[str, fl
         owner_coldkey=validator.coldkeypub.ss58_address,
         weights_rate_limit=0,
         max_uids=size + 1,
+        commit_reveal=False,  # plain set_weights, comparable with the figures measured before
     )
     register_wallet(path, validator, stake=1000.0, validator_permit=True)
     for i in range(1, size):

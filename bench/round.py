@@ -134,7 +134,14 @@ def make_network(root: Path, n: int) -> None:
     owner = create_wallet(root / "wallets", "owner")
     coldkey = owner.coldkeypub.ss58_address
     chain = root / "chain.db"
-    create_local_chain(chain, NETUID, owner_hotkey=hotkey_of(owner), owner_coldkey=coldkey, max_uids=n + 8)
+    create_local_chain(
+        chain,
+        NETUID,
+        owner_hotkey=hotkey_of(owner),
+        owner_coldkey=coldkey,
+        max_uids=n + 8,
+        loopback_axons=True,
+    )
     register_wallet(
         root / "chain.db", create_wallet(root / "wallets", "validator"), stake=1e4, validator_permit=True
     )

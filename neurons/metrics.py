@@ -67,8 +67,13 @@ WEIGHT_SUBMISSIONS = Counter(
 )
 WEIGHTS_LAST_SUCCESS_BLOCK = Gauge(
     "arena_weights_last_success_block",
-    "Block of the last successful weight submission.",
+    "Block by which our last weights were on chain (set, or a commit's reveal verified).",
     multiprocess_mode="max",
+)
+WEIGHT_REVEALS = Counter(
+    "arena_weight_reveals_total",
+    "Timelocked weight commits checked after their reveal round, by result (revealed, missing).",
+    ["result"],
 )
 CHAIN_BLOCK = Gauge("arena_chain_block", "Latest block seen on chain.", multiprocess_mode="max")
 METAGRAPH_SYNC_TIMESTAMP = Gauge(
@@ -86,6 +91,11 @@ MINER_REQUEST_FAILURES = Counter(
     "arena_miner_request_failures_total",
     "Validator-to-miner request failures, by kind (timeout, too_large, bad_signature...).",
     ["kind"],
+)
+MINER_ENDPOINT_REFUSALS = Counter(
+    "arena_miner_endpoint_refusals_total",
+    "Miners left out of a round because their advertised address is not global, by cause.",
+    ["cause"],
 )
 
 # ---------------------------------------------------------------- storage and tasks

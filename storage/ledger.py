@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import CursorResult, Table, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -16,7 +16,7 @@ from judging.scores import MinerStanding
 from storage.db import write_transaction
 from storage.errors import ConflictError, MissingRecord
 from storage.models import MinerScoreRow, RoundRow, WeightSubmissionRow
-from storage.records import RoundRecord, ScoreRecord, WeightRecord
+from storage.records import RevealStatus, RoundRecord, ScoreRecord, WeightRecord
 
 logger = logging.getLogger(__name__)
 
@@ -197,12 +197,16 @@ def score_history(session: Session, *, hotkey: str, limit: int = 100) -> list[Sc
 def record_weight_submission(session: Session, *, submission: WeightRecord) -> bool:
     """Append one set_weights attempt, successful or not (the same submission twice is stored once).
 
+    A pending commit (``reveal_status="pending"``) supersedes any commit still pending: only
+    the newest commit's reveal is checked (two commits of one epoch open in the same block).
+
     Returns:
         True if stored now, False if this exact submission was already stored.
     """
-    digest = content_hash(submission.model_dump(mode="json"), prefix="w-")
+    # The reveal's outcome is not part of the submission's identity: it is learned later.
+    identity = submission.model_dump(mode="json", exclude={"reveal_status", "reveal_block"})
     row = {
-        "submission_hash": digest,
+        "submission_hash": content_hash(identity, prefix="w-"),
         "uids": list(submission.uids),
         "weights": list(submission.weights),
         "block": submission.block,
@@ -210,16 +214,47 @@ def record_weight_submission(session: Session, *, submission: WeightRecord) -> b
         "message": submission.message,
         "version_key": submission.version_key,
         "at": submission.at,
+        "reveal_round": submission.reveal_round,
+        "reveal_status": submission.reveal_status,
+        "reveal_block": submission.reveal_block,
     }
+    table = cast(Table, WeightSubmissionRow.__table__)
     with write_transaction(session, what="weight submission"):
-        inserted = _insert_ignoring_duplicates(session, cast(Table, WeightSubmissionRow.__table__), [row])
+        if submission.reveal_status == "pending":
+            session.execute(
+                update(WeightSubmissionRow)
+                .where(WeightSubmissionRow.reveal_status == "pending")
+                .values(reveal_status="superseded")
+            )
+        inserted = _insert_ignoring_duplicates(session, table, [row])
     logger.info(
-        "weights recorded success=%s block=%s uids=%d",
+        "weights recorded success=%s block=%s uids=%d reveal_round=%s",
         submission.success,
         submission.block,
         len(submission.uids),
+        submission.reveal_round,
     )
     return inserted == 1
+
+
+def record_reveal(session: Session, *, reveal_round: int, status: RevealStatus, block: int) -> bool:
+    """Record what the check after a pending commit's reveal round found.
+
+    Returns:
+        True if the pending commit of ``reveal_round`` was updated, False if none was pending.
+    """
+    with write_transaction(session, what="weight reveal"):
+        result = session.execute(
+            update(WeightSubmissionRow)
+            .where(
+                WeightSubmissionRow.reveal_status == "pending",
+                WeightSubmissionRow.reveal_round == reveal_round,
+            )
+            .values(reveal_status=status, reveal_block=block)
+        )
+    updated = bool(cast(CursorResult[Any], result).rowcount)
+    logger.info("weight reveal recorded reveal_round=%d status=%s block=%d", reveal_round, status, block)
+    return updated
 
 
 def _weights(row: WeightSubmissionRow) -> WeightRecord:
@@ -231,14 +266,36 @@ def _weights(row: WeightSubmissionRow) -> WeightRecord:
         message=row.message,
         version_key=row.version_key,
         at=row.at,
+        reveal_round=row.reveal_round,
+        reveal_status=cast(RevealStatus | None, row.reveal_status),
+        reveal_block=row.reveal_block,
     )
 
 
-def last_successful_weights(session: Session) -> WeightRecord | None:
-    """Return the most recent submission the chain accepted, or None."""
+def last_successful_weights(session: Session, *, landed: bool = False) -> WeightRecord | None:
+    """Return the most recent submission the chain accepted, or None.
+
+    A commit whose reveal was found missing does not count: its weights never landed. With
+    ``landed``, only one whose weights are known to be on chain: a plain submission, or a
+    commit whose reveal was verified.
+    """
+    status = WeightSubmissionRow.reveal_status
+    query = select(WeightSubmissionRow).where(
+        WeightSubmissionRow.success.is_(True), status.is_(None) | (status != "missing")
+    )
+    if landed:
+        query = query.where(
+            WeightSubmissionRow.reveal_status.is_(None) | (WeightSubmissionRow.reveal_status == "revealed")
+        )
+    row = session.scalars(query.order_by(WeightSubmissionRow.id.desc()).limit(1)).first()
+    return None if row is None else _weights(row)
+
+
+def pending_reveal(session: Session) -> WeightRecord | None:
+    """Return the newest commit whose reveal has not been checked yet, or None."""
     query = (
         select(WeightSubmissionRow)
-        .where(WeightSubmissionRow.success.is_(True))
+        .where(WeightSubmissionRow.reveal_status == "pending")
         .order_by(WeightSubmissionRow.id.desc())
         .limit(1)
     )

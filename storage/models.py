@@ -216,3 +216,6 @@ class WeightSubmissionRow(Base):
     message: Mapped[str] = mapped_column(Text)
     version_key: Mapped[int] = mapped_column(BigInteger)
     at: Mapped[datetime]
+    reveal_round: Mapped[int | None] = mapped_column(BigInteger)
+    reveal_status: Mapped[str | None] = mapped_column(String(16), index=True)
+    reveal_block: Mapped[int | None] = mapped_column(BigInteger)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -82,8 +82,18 @@ class ScoreRecord(Frozen):
     at: datetime
 
 
+RevealStatus = Literal["pending", "revealed", "missing", "superseded"]
+REVEAL_STATUSES: tuple[RevealStatus, ...] = ("pending", "revealed", "missing", "superseded")
+
+
 class WeightRecord(Frozen):
-    """One set_weights attempt: the vector (uids, weights), the block, and the chain's answer."""
+    """One set_weights attempt: the vector (uids, weights), the block, and the chain's answer.
+
+    On a commit-reveal subnet the attempt is a timelocked commit: ``reveal_round`` is its drand
+    round and ``reveal_status`` what the check after that round found (``pending`` until then;
+    ``revealed``: the weights are on chain; ``missing``: they are not; ``superseded``: a newer
+    commit replaced it first), checked at ``reveal_block``. Both are None for plain weights.
+    """
 
     uids: tuple[int, ...]
     weights: tuple[float, ...]
@@ -92,6 +102,9 @@ class WeightRecord(Frozen):
     message: str = ""
     version_key: int = 0
     at: datetime
+    reveal_round: int | None = None
+    reveal_status: RevealStatus | None = None
+    reveal_block: int | None = None
 
     @model_validator(mode="after")
     def _vector_is_sane(self) -> WeightRecord:

@@ -357,6 +357,18 @@ def miners() -> Json:
                 ],
                 "percentunit",
             ),
+            panel(
+                "timeseries",
+                "Miners not queried (address refused)",
+                "Miners left out of rounds per hour: their advertised address is not global (by cause).",
+                [
+                    target(
+                        f"sum by (cause) (increase(arena_miner_endpoint_refusals_total{{{V}}}[1h]))",
+                        "{{cause}}",
+                    )
+                ],
+                "none",
+            ),
             row("Miner process (miner operators)"),
             panel(
                 "timeseries",
@@ -383,6 +395,18 @@ def miners() -> Json:
                     )
                 ],
                 "ops",
+            ),
+            panel(
+                "timeseries",
+                "Miner metagraph age",
+                "Seconds since the miner's last good metagraph; past its max age (600 s) it admits no one.",
+                [
+                    target(
+                        f"time() - max by (instance) (arena_metagraph_sync_timestamp_seconds{{{M}}})",
+                        "{{instance}}",
+                    )
+                ],
+                "s",
             ),
         ],
         [VALIDATOR, MINER],
@@ -549,7 +573,7 @@ def chain() -> Json:
             panel(
                 "stat",
                 "Last weights block",
-                "Block of the last successful set_weights.",
+                "Block by which the last weights were on chain (set, or a commit's reveal verified).",
                 [target(f"max(arena_weights_last_success_block{{{V}}})")],
                 "none",
             ),
@@ -576,6 +600,12 @@ def chain() -> Json:
                         f"sum by (result) (increase(arena_weight_submissions_total{{{V}}}[1h]))", "{{result}}"
                     )
                 ],
+            ),
+            panel(
+                "timeseries",
+                "Weight reveals by result",
+                "Timelocked commits checked after their reveal round, per hour: revealed or missing.",
+                [target(f"sum by (result) (increase(arena_weight_reveals_total{{{V}}}[1h]))", "{{result}}")],
             ),
             panel(
                 "timeseries",

@@ -66,14 +66,37 @@ class WeightSubmission(Submission):
     """One set_weights submission: the outcome plus what was asked for.
 
     ``uids``/``weights`` are the vector handed to the SDK (which clips, max-upscales and
-    quantises to u16 before signing); ``reveal_round`` is the drand round of a timelocked
-    commit when the subnet runs commit-reveal.
+    quantises to u16 before signing). On a commit-reveal subnet the submission is a timelocked
+    commit and ``reveal_round`` its drand round: ``success`` then means the commit was included,
+    not that the weights are on chain; the chain opens it at that round, silently dropping it
+    if the reveal fails, so only a later read (``Chain.weights_on_chain``) tells.
     """
 
     uids: tuple[int, ...]
     weights: tuple[float, ...]
     version_key: int
     reveal_round: int | None = None
+
+    @property
+    def committed(self) -> bool:
+        """True for a timelocked commit (the weights land at ``reveal_round``, if at all)."""
+        return self.reveal_round is not None
+
+
+class OnChainWeights(Frozen):
+    """Our row of the subnet's weight matrix as the chain holds it at ``block``, and our sealed commits.
+
+    ``weights`` maps each dest uid to its stored u16 value (max-upscaled: the largest is 65535);
+    ``pending_rounds`` are the reveal rounds of our commits the chain has not opened yet;
+    ``drand_round`` is the latest drand round published by the head block's time, so a commit
+    whose reveal round is at or below it is due.
+    """
+
+    block: int
+    drand_round: int
+    uid: int | None  # None when our hotkey is not registered
+    weights: dict[int, int]
+    pending_rounds: tuple[int, ...] = ()
 
 
 class WeightRules(Frozen):
@@ -86,6 +109,7 @@ class WeightRules(Frozen):
     max_weight_share: float  # largest share one uid may receive (max_weights_limit / 65535)
     commit_reveal: bool  # submissions are drand-timelocked commits
     block_seconds: float  # seconds per block (12 on finney)
+    reveal_period_epochs: int = 1  # epochs from a commit to its reveal
 
 
 class Chain(Protocol):
@@ -121,6 +145,10 @@ class Chain(Protocol):
         self, uids: Sequence[int], weights: Sequence[float], *, version_key: int
     ) -> WeightSubmission:
         """Submit a weight vector (plaintext or timelocked commit, as the subnet requires)."""
+        ...
+
+    async def weights_on_chain(self) -> OnChainWeights:
+        """Our weights as stored at the head, and our commits not yet revealed."""
         ...
 
     async def serve(self, host: str, port: int) -> Submission:
@@ -171,6 +199,9 @@ Admission = Callable[[str], AuthReason | None]
 def validator_admission(snapshot: MetagraphSnapshot, *, min_stake: float = 0.0) -> Admission:
     """An admission rule from one metagraph snapshot: registered, validator permit, enough stake.
 
+    The subnet owner's hotkey is admitted without permit or stake, as subtensor lets it set
+    weights without either.
+
     Args:
         snapshot: the metagraph the decision is taken against (take one per request or per sync).
         min_stake: minimum total stake (alpha) a caller must hold.
@@ -184,6 +215,8 @@ def validator_admission(snapshot: MetagraphSnapshot, *, min_stake: float = 0.0) 
         neuron = by_hotkey.get(hotkey)
         if neuron is None:
             return "unknown_hotkey"
+        if hotkey == snapshot.owner_hotkey:
+            return None
         if not neuron.validator_permit:
             return "no_permit"
         if neuron.stake < min_stake:

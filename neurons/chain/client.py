@@ -1,11 +1,16 @@
 """The chain through the bittensor SDK (the only module importing it): metagraph, weights, serving, signing.
 
-``open_chain`` builds one SDK ``Client`` per process: over websocket RPC for finney, test or a
-``ws://`` URL, or over an in-memory substrate reading the local chain file for ``local``, so
-the SDK's own metagraph decoding, weight pre-flight, quantisation, commit-reveal and result
-handling run in both cases. Every call has a timeout; transport failures are logged, counted
-(``arena_chain_errors_total``) and raised as ``ChainUnavailable``; chain refusals come back
-as a ``Submission``/``WeightSubmission`` with ``success=False``.
+``open_chain`` builds one SDK ``Client`` per process over a ``Substrate``: the SDK's websocket
+RPC substrate for finney, test or a ``ws://`` URL, or an in-memory substrate reading the local
+chain file for ``local``, so the SDK's own metagraph decoding, weight pre-flight, quantisation,
+commit-reveal and result handling run in both cases. Every call has a timeout; transport
+failures are logged, counted (``arena_chain_errors_total``) and raised as ``ChainUnavailable``;
+chain refusals come back as a ``Submission``/``WeightSubmission`` with ``success=False``.
+
+A signed call cut off by its timeout (or any cancellation) clears our account's cached nonce:
+the SDK pipelines nonces in a per-account cache that it clears only when a submit raises, and
+a cancellation is not an exception it sees, so every later extrinsic would carry a future
+nonce, parked by the node's pool, until the process restarted.
 """
 
 from __future__ import annotations
@@ -18,18 +23,26 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 import bittensor as bt
+from bittensor import settings as bt_settings
+from bittensor import timelock
 from bittensor.intents import ServeAxon, SetWeights
 
 from neurons import metrics
-from neurons.chain.chaintypes import MetagraphSnapshot, Neuron, Submission, WeightRules, WeightSubmission
-from neurons.chain.local.rules import RAO_PER_UNIT, U16_MAX
+from neurons.chain.chaintypes import (
+    MetagraphSnapshot,
+    OnChainWeights,
+    Submission,
+    WeightRules,
+    WeightSubmission,
+)
+from neurons.chain.local.rules import U16_MAX
 from neurons.chain.local.sdk import LocalSdkSubstrate
 from neurons.chain.local.state import LocalChain
+from neurons.chain.results import error_code, reveal_rounds, snapshot_of, submission_of
 from neurons.chain.wallets import Wallet, hotkey_of, load_wallet
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.settings import NeuronSettings
@@ -38,57 +51,27 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _snapshot(graph: bt.Metagraph) -> MetagraphSnapshot:
-    neurons = tuple(
-        Neuron(
-            uid=n.uid,
-            hotkey=n.hotkey,
-            coldkey=n.coldkey,
-            stake=n.total_stake.rao / RAO_PER_UNIT,
-            validator_permit=n.validator_permit,
-            endpoint=f"http://{n.axon}" if n.axon else None,
-            last_update=n.last_update,
-        )
-        for n in graph.neurons
-    )
-    owner = graph.by_hotkey(graph.owner_hotkey)
-    return MetagraphSnapshot(
-        netuid=graph.netuid,
-        block=graph.block,
-        neurons=neurons,
-        owner_hotkey=graph.owner_hotkey,
-        owner_uid=owner.uid if owner is not None else None,
-        taken_at=datetime.now(UTC),
-    )
-
-
-def _code(error: BaseException | None) -> str:
-    code = getattr(error, "code", None)
-    return str(code.value) if code is not None else "invalid_argument"
-
-
-def _included(result: bt.ExtrinsicResult) -> Submission:
-    block = int(result.extrinsic_id.partition("-")[0]) if result.extrinsic_id else None
-    code = None if result.success else _code(result.error or bt.ChainError(result.message))
-    return Submission(success=result.success, message=result.message, block=block, code=code)
-
-
 class BittensorChain:
     """The ``Chain`` over one SDK client; construct with ``open_chain``. Not shared across processes."""
 
     def __init__(
         self,
-        client: bt.Client,
+        substrate: bt.Substrate,
         wallet: Wallet,
         netuid: int,
         *,
+        network: str = "local",
         read_timeout: float = 30.0,
         write_timeout: float = 120.0,
         connect: bool = True,
         wait_for_finalization: bool = False,
     ) -> None:
-        """Wrap ``client``; with ``connect`` the connection opens on the first call (under its timeout)."""
-        self._client = client
+        """An SDK client over ``substrate``; with ``connect`` it connects at the first call (timed).
+
+        ``network`` labels the client (explorer links); the substrate decides where calls go.
+        """
+        self._substrate = substrate
+        self._client = bt.Client(network, substrate=substrate)
         self._wallet = wallet
         self._netuid = netuid
         self._hotkey = hotkey_of(wallet)
@@ -113,14 +96,34 @@ class BittensorChain:
         """Our wallet, for signing requests."""
         return self._wallet
 
-    async def _run(self, call: str, operation: Callable[[], Awaitable[T]], timeout: float) -> T:
+    def _forget_nonce(self) -> None:
+        """Drop our account's cached next nonce, so the next signed call asks the node again."""
+        substrate = self._substrate
+        if isinstance(substrate, LocalSdkSubstrate):
+            substrate.clear_nonce_cache_for_account(self._hotkey)
+        elif isinstance(substrate, bt.RpcSubstrate):
+            try:
+                substrate.raw.clear_nonce_cache_for_account(self._hotkey)
+            except bt.ConnectionNotReady:
+                pass  # never connected: nothing cached
+        logger.info("nonce_cache_cleared hotkey=%s reason=cancelled_submit", self._hotkey)
+
+    async def _run(
+        self, call: str, operation: Callable[[], Awaitable[T]], timeout: float, *, signs: bool = False
+    ) -> T:
         try:
             async with asyncio.timeout(timeout):
                 if not self._connected:
                     await self._client.connect()
                     self._connected = True
                 return await operation()
+        except asyncio.CancelledError:
+            if signs:  # cancelled from outside (shutdown): the same stale cache as a timeout
+                self._forget_nonce()
+            raise
         except TimeoutError as exc:
+            if signs:
+                self._forget_nonce()
             failure = ChainUnavailable(call, "timeout", f"no answer within {timeout:g}s")
             cause: BaseException = exc
         except (bt.RpcConnectionError, bt.ConnectionNotReady, OSError) as exc:
@@ -143,7 +146,7 @@ class BittensorChain:
                 raise bt.ChainError(f"subnet {self._netuid} does not exist")
             return graph
 
-        return _snapshot(await self._run("metagraph", read, self._read_timeout))
+        return snapshot_of(await self._run("metagraph", read, self._read_timeout))
 
     async def block(self) -> int:
         """The current block."""
@@ -159,11 +162,12 @@ class BittensorChain:
                 "WeightsVersionKey",
                 "MinAllowedWeights",
                 "MaxWeightsLimit",
+                "RevealPeriodEpochs",
             )
             reads = [self._client.query(("SubtensorModule", item), [self._netuid]) for item in items]
             reveal = self._client.subnets.commit_reveal_enabled(self._netuid)
             *values, commit_reveal, seconds = await asyncio.gather(*reads, reveal, self._client.block_time())
-            tempo, rate_limit, version, min_weights, max_limit = (int(v or 0) for v in values)
+            tempo, rate_limit, version, min_weights, max_limit, reveal_period = (int(v or 0) for v in values)
             return WeightRules(
                 tempo=tempo,
                 weights_rate_limit=rate_limit,
@@ -172,6 +176,7 @@ class BittensorChain:
                 max_weight_share=(max_limit or U16_MAX) / U16_MAX,
                 commit_reveal=bool(commit_reveal),
                 block_seconds=float(seconds),
+                reveal_period_epochs=max(1, reveal_period),
             )
 
         return await self._run("weight_rules", read, self._read_timeout)
@@ -199,6 +204,8 @@ class BittensorChain:
             )
 
         async def submit() -> WeightSubmission:
+            if isinstance(self._substrate, LocalSdkSubstrate):  # the local chain keeps the plaintext
+                self._substrate.hand_weights(self._hotkey, asked_uids, asked_weights, version_key)
             try:
                 intent = SetWeights(
                     netuid=self._netuid,
@@ -212,14 +219,42 @@ class BittensorChain:
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
                 raise
             except bt.BittensorError as exc:  # refused before signing (pre-flight or conform)
-                return submission(Submission(success=False, message=str(exc), code=_code(exc)))
-            return submission(_included(result), result.data.get("reveal_round"))
+                return submission(Submission(success=False, message=str(exc), code=error_code(exc)))
+            return submission(submission_of(result), result.data.get("reveal_round"))
 
-        outcome = await self._run("set_weights", submit, self._write_timeout)
+        outcome = await self._run("set_weights", submit, self._write_timeout, signs=True)
         level = logging.INFO if outcome.success else logging.WARNING
-        logger.log(level, "set_weights success=%s block=%s code=%s uids=%d message=%s", outcome.success,
-                   outcome.block, outcome.code, len(outcome.uids), outcome.message)  # fmt: skip
+        logger.log(level, "set_weights success=%s block=%s code=%s uids=%d reveal_round=%s message=%s",
+                   outcome.success, outcome.block, outcome.code, len(outcome.uids), outcome.reveal_round,
+                   outcome.message)  # fmt: skip
         return outcome
+
+    async def weights_on_chain(self) -> OnChainWeights:
+        """Our row of the weight matrix at the head and the reveal rounds of our sealed commits."""
+
+        async def read() -> OnChainWeights:
+            block = await self._client.block()
+            uid_raw, stamp = await asyncio.gather(
+                self._client.query(("SubtensorModule", "Uids"), [self._netuid, self._hotkey]),
+                self._client.timestamp(),
+            )
+            uid = None if uid_raw is None else int(uid_raw)
+            row: list[tuple[int, int]] = []
+            if uid is not None:
+                row = await self._client.query(("SubtensorModule", "Weights"), [self._netuid, uid]) or []
+            commits = await self._client.query_map(
+                ("SubtensorModule", "TimelockedWeightCommits"), [self._netuid]
+            )
+            pending = reveal_rounds(commits, self._hotkey)
+            return OnChainWeights(
+                block=block,
+                drand_round=timelock.current_round(stamp.timestamp()),
+                uid=uid,
+                weights={int(dest): int(value) for dest, value in row},
+                pending_rounds=pending,
+            )
+
+        return await self._run("weights", read, self._read_timeout)
 
     async def serve(self, host: str, port: int) -> Submission:
         """Advertise ``host:port`` (an IP literal) as our axon; a no-op when already served there."""
@@ -245,10 +280,10 @@ class BittensorChain:
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
                 raise
             except bt.BittensorError as exc:
-                return Submission(success=False, message=str(exc), code=_code(exc))
-            return _included(result)
+                return Submission(success=False, message=str(exc), code=error_code(exc))
+            return submission_of(result)
 
-        submission = await self._run("serve", submit, self._write_timeout)
+        submission = await self._run("serve", submit, self._write_timeout, signs=True)
         logger.info("serve endpoint=%s success=%s message=%s", served, submission.success, submission.message)
         return submission
 
@@ -282,17 +317,39 @@ def open_chain(
     """
     wallet = load_wallet(wallet_name, wallet_hotkey, wallet_path)
     if network != "local":
-        client = bt.Client(network)
-        return BittensorChain(client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout)
+        substrate = rpc_substrate(network)
+        return BittensorChain(
+            substrate, wallet, netuid, network=network, read_timeout=read_timeout, write_timeout=write_timeout
+        )
     if local_chain_path is None:
         raise ValueError("--network local needs the local chain file (local_chain_path)")
     local = LocalChain(local_chain_path, clock=clock)
     if local.config.netuid != netuid:
         raise LocalChainError(f"{local_chain_path} holds subnet {local.config.netuid}, not {netuid}")
     # connect=False: Client.connect() would only cache token symbols in the user's home directory.
-    client = bt.Client("local", substrate=LocalSdkSubstrate(local))
     return BittensorChain(
-        client, wallet, netuid, read_timeout=read_timeout, write_timeout=write_timeout, connect=False
+        LocalSdkSubstrate(local),
+        wallet,
+        netuid,
+        read_timeout=read_timeout,
+        write_timeout=write_timeout,
+        connect=False,
+    )
+
+
+def rpc_substrate(network: str) -> bt.RpcSubstrate:
+    """The SDK's websocket substrate for a network name or URL, with the fallbacks ``bt.Client`` would pick.
+
+    Built here rather than inside ``bt.Client`` so that the adapter holds the substrate whose
+    nonce cache it must clear after a cancelled submit.
+
+    Raises:
+        ValueError: an unknown network name.
+    """
+    label, endpoint = bt_settings.resolve_endpoint(network)
+    fallbacks = [url for url in bt_settings.default_fallback_endpoints(label) if url != endpoint]
+    return bt.RpcSubstrate(
+        endpoint, fallback_endpoints=fallbacks, archive_endpoints=bt_settings.default_archive_endpoints(label)
     )
 
 

@@ -23,7 +23,8 @@ import httpx
 from arena.catalog import write_products
 from arena.index import build_index
 from arena.synth import iter_synth_products
-from neurons.chain.local.state import create_local_chain
+from neurons.chain.local.records import CommitRecord
+from neurons.chain.local.state import create_local_chain, read_commits
 from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet
 from neurons.errors import NeuronError
 
@@ -106,7 +107,9 @@ def create_chain(
     """Create the local chain with an owner (uid 0), a validator (stake and permit) and the miners.
 
     The chain's rules are small so that a few rounds show weights: a tempo of 10 blocks and a
-    weights rate limit of one block (the validator sets weights after every round).
+    weights rate limit of one block (the validator sets weights after every round). Commit-reveal
+    is on, as on finney: each submission is a timelocked commit revealed about an epoch later.
+    Every process runs on this host, so the miners' loopback axons are allowed.
 
     Returns:
         The validator and every miner by wallet name.
@@ -120,6 +123,7 @@ def create_chain(
         block_seconds=block_seconds,
         tempo=10,
         weights_rate_limit=1,
+        loopback_axons=True,
     )
     members: dict[str, Member] = {}
     validator = create_wallet(layout.wallets, "validator")
@@ -129,6 +133,22 @@ def create_chain(
         wallet = create_wallet(layout.wallets, name)
         members[name] = Member(name, hotkey_of(wallet), register_wallet(layout.chain, wallet))
     return members
+
+
+def wait_for_reveals(chain: Path, *, timeout: float) -> CommitRecord | None:
+    """Wait until the local chain has opened every weight commit; the newest one (None: no commit).
+
+    Raises:
+        DemoError: a commit is still sealed after ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        commits = read_commits(chain)
+        if not any(commit.status == "pending" for commit in commits):
+            return commits[-1] if commits else None
+        if time.monotonic() > deadline:
+            raise DemoError(f"a weight commit on {chain} is still sealed after {timeout:g} s")
+        time.sleep(0.5)
 
 
 def prepare_catalog(layout: Layout, *, products: int, seed: int, catalog: Path | None = None) -> int:

@@ -2,9 +2,10 @@
 
 The validator runs once per round (``arena validator --once``: task rotation, one round, one
 weights pass and the export, then exit), so each round is followed by exactly one weights
-submission and the weights on chain reflect exactly the rounds reported; the miners and the
-local model serve throughout. Everything started is stopped on the way out, on success, on
-error and on Ctrl-C.
+submission; the local chain runs commit-reveal as finney does, so the demo then waits for the
+last commit to be revealed at its drand round, and the weights on chain reflect exactly the
+rounds reported. The miners and the local model serve throughout. Everything started is
+stopped on the way out, on success, on error and on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from neurons.demo.network import (
     create_chain,
     free_port,
     prepare_catalog,
+    wait_for_reveals,
 )
 from neurons.demo.summary import DemoMiner, MinerSummary, chain_weights, load_traces, summarize
 
@@ -45,6 +47,8 @@ LOCAL_MODEL_AGENT = "neurons.demo.agents:local_model_agent"
 GIVE_UP_AGENT = "neurons.demo.agents:give_up_agent"
 # The validator's start-up, task generation and judging, on top of the episode budget.
 ROUND_OVERHEAD_S = 180.0
+# Commit to reveal is one epoch and at most two: 11 to 22 s at the demo's tempo of 10 one-second blocks.
+REVEAL_TIMEOUT = 120.0
 
 Say = Callable[[str], None]
 
@@ -279,10 +283,13 @@ def _round_line(number: int, total: int, report: dict[str, Any], seconds: float)
     summary, weights = report["round"], report.get("weights") or {}
     ends = ", ".join(f"{end} {count}" for end, count in sorted(summary.get("ends", {}).items()))
     submitted = weights.get("result") == "submitted" and weights.get("success")
+    done = f"set at block {weights.get('block')}"
+    if submitted and weights.get("reveal_round"):
+        done = f"committed at block {weights.get('block')} (reveal round {weights['reveal_round']})"
     line = (
         f"round {number}/{total}: {summary.get('stored', 0)} episodes judged and stored ({ends}), "
         f"{summary.get('successes', 0)} successes; weights "
-        + (f"set at block {weights.get('block')}" if submitted else f"not set ({weights.get('result')})")
+        + (done if submitted else f"not set ({weights.get('result')})")
     )
     if report["failed"]:
         line += f"; failed jobs: {', '.join(report['failed'])}"
@@ -352,6 +359,13 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
             say(_round_line(number, config.rounds, report, seconds["rounds"][-1]))
     if "export" in report["failed"] or not (layout.export / "manifest.json").is_file():
         raise DemoError(f"the validator's export job wrote no export into {layout.export}; see its log")
+    mark = time.monotonic()
+    say("waiting for the last weight commit to be revealed at its drand round")
+    last = wait_for_reveals(layout.chain, timeout=REVEAL_TIMEOUT)
+    seconds["reveal"] = round(time.monotonic() - mark, 2)
+    if last is not None:
+        outcome = f"revealed at block {last.revealed_block}" if last.status == "revealed" else last.error
+        say(f"weights {outcome} [{seconds['reveal']:.1f} s]")
     kinds = {plan.name: plan.kind for plan in plans}
     miners = [DemoMiner(members[n].hotkey, members[n].uid, kinds[n]) for n in names]
     rows = summarize(

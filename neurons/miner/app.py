@@ -6,11 +6,16 @@ from one metagraph snapshot (registered, validator permit, minimum stake). The a
 against the validator's tool server within the request's deadline and budgets, and the answer
 is signed for the calling validator and bound to its request nonce. Nothing a caller sends can
 crash the handler: every refusal is a JSON ``TaskRefusal`` with a reason code.
+
+The metagraph is refreshed in the background (``neurons.miner.metagraph``), never on a
+request's path; a request is admitted against the last good snapshot while it is younger than
+``metagraph_max_age``, else refused with 503 ``metagraph_expired`` (never ``stale``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,8 +36,8 @@ from neurons import metrics
 from neurons.chain.chaintypes import AuthFailure, AuthReason, MetagraphSnapshot, validator_admission
 from neurons.chain.signing import NonceStore, sign_request, verify_request
 from neurons.chain.wallets import Wallet, hotkey_of
-from neurons.errors import ChainUnavailable
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest
+from neurons.miner.metagraph import MetagraphCache, MetagraphUnusable
 from neurons.miner.settings import MinerAppConfig
 from neurons.miner.tool_client import EpisodeTools
 from neurons.protocol import (
@@ -51,53 +56,6 @@ logger = logging.getLogger(__name__)
 
 # Refusals that say "who are you?" are 401; "you may not" is 403.
 _FORBIDDEN: frozenset[AuthReason] = frozenset({"unknown_hotkey", "no_permit", "low_stake"})
-
-
-class MetagraphCache:
-    """The latest metagraph snapshot, refreshed at most every ``ttl`` seconds.
-
-    Each request takes one snapshot from ``get()`` and decides admission on it alone. When a
-    refresh fails the previous snapshot stays in use (logged); with none yet, the failure is raised.
-    """
-
-    def __init__(
-        self,
-        fetch: Callable[[], Awaitable[MetagraphSnapshot]],
-        *,
-        ttl: float,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._fetch = fetch
-        self._ttl = ttl
-        self._clock = clock
-        self._snapshot: MetagraphSnapshot | None = None
-        self._fetched_at = 0.0
-        self._lock = asyncio.Lock()
-
-    def _fresh(self) -> MetagraphSnapshot | None:
-        if self._snapshot is not None and self._clock() - self._fetched_at < self._ttl:
-            return self._snapshot
-        return None
-
-    async def get(self) -> MetagraphSnapshot:
-        """A snapshot no older than ``ttl`` when the chain answers; raises ChainUnavailable if none."""
-        if (snapshot := self._fresh()) is not None:
-            return snapshot
-        async with self._lock:  # one refresh at a time; waiters reuse its result
-            if (snapshot := self._fresh()) is not None:
-                return snapshot
-            try:
-                snapshot = await self._fetch()
-            except ChainUnavailable as exc:
-                if self._snapshot is None:
-                    raise
-                logger.warning(
-                    "metagraph_refresh_failed kind=%s using_block=%d", exc.kind, self._snapshot.block
-                )
-                self._fetched_at = self._clock()  # retry after another ttl, not on every request
-                return self._snapshot
-            self._snapshot, self._fetched_at = snapshot, self._clock()
-            return snapshot
 
 
 class _Refused(Exception):
@@ -147,7 +105,9 @@ def create_miner_app(
         wallet=wallet,
         hotkey=hotkey_of(wallet),
         agent=agent,
-        metagraph=MetagraphCache(metagraph, ttl=config.metagraph_ttl),
+        metagraph=MetagraphCache(
+            metagraph, refresh_interval=config.metagraph_ttl, max_age=config.metagraph_max_age
+        ),
         nonce_store=nonce_store,
         config=config,
         slots=asyncio.Semaphore(config.max_concurrent_tasks),
@@ -155,6 +115,8 @@ def create_miner_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await miner.metagraph.refresh()  # before serving; a chain down now is retried in the background
+        refresher = asyncio.create_task(miner.metagraph.run(), name="metagraph-refresher")
         async with httpx.AsyncClient(
             transport=tool_transport,
             limits=httpx.Limits(max_connections=4 * config.max_concurrent_tasks),
@@ -165,6 +127,9 @@ def create_miner_app(
                 yield
             finally:
                 miner.tools_http = None
+                refresher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await refresher
                 if on_shutdown is not None:
                     await on_shutdown()
 
@@ -185,7 +150,13 @@ def create_miner_app(
 
     @app.get(HEALTH_PATH)
     async def health() -> dict[str, Any]:
-        return {"status": "ok", "hotkey": miner.hotkey, "protocol_version": PROTOCOL_VERSION}
+        age = miner.metagraph.age()
+        return {
+            "status": "ok",
+            "hotkey": miner.hotkey,
+            "protocol_version": PROTOCOL_VERSION,
+            "metagraph_age_seconds": None if age is None else round(age, 1),
+        }
 
     @app.get(METRICS_PATH)
     async def metrics_endpoint() -> Response:
@@ -216,9 +187,10 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 async def _authenticate(miner: _Miner, request: Request, body: bytes) -> str:
     try:
-        snapshot = await miner.metagraph.get()
-    except ChainUnavailable as exc:
-        raise _Refused(503, "metagraph_unavailable", "the miner cannot read the metagraph", None) from exc
+        snapshot = miner.metagraph.current()  # never waits for the chain (see the module docstring)
+    except MetagraphUnusable as exc:
+        metrics.MINER_AUTH_FAILURES.labels(exc.reason).inc()
+        raise _Refused(503, exc.reason, exc.detail, None) from exc
     try:
         # Off the event loop: the SQLite replay store may wait on another worker's write lock.
         return await run_in_threadpool(

@@ -8,6 +8,7 @@ from ``ARENA_*`` variables only). With several workers, uvicorn starts each one 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import logging
 import os
@@ -68,6 +69,18 @@ def worker_app() -> FastAPI:
     return build_app(settings)
 
 
+def unreachable_ip_warning(settings: MinerSettings) -> str | None:
+    """Why validators will not query the advertised IP, or None when they will.
+
+    Validators on finney and test query global addresses only: a private or loopback one would
+    aim their episode tokens at their own networks.
+    """
+    ip = settings.advertised_ip()
+    if settings.network not in ("finney", "test") or ip is None or ipaddress.ip_address(ip).is_global:
+        return None
+    return f"{ip} is not a global address: validators on {settings.network} will not query this miner"
+
+
 async def serve_endpoint(settings: MinerSettings) -> None:
     """Advertise ``advertised_ip():port`` on chain (a no-op when already served there).
 
@@ -78,6 +91,8 @@ async def serve_endpoint(settings: MinerSettings) -> None:
     ip = settings.advertised_ip()
     if ip is None:  # refused by MinerSettings validation already
         raise EndpointRefused("no IP to advertise")
+    if (warning := unreachable_ip_warning(settings)) is not None:
+        logger.warning("endpoint_not_global %s; set --external-ip to a public IP", warning)
     chain = open_neuron_chain(settings)
     try:
         submission = await chain.serve(ip, settings.port)

@@ -23,7 +23,14 @@ class MinerAppConfig(Section):
         default=0.0, ge=0, description="Stake a caller needs besides a validator permit."
     )
     auth_max_age: float = Field(default=10.0, gt=0, le=60, description="Freshness window of signed requests.")
-    metagraph_ttl: float = Field(default=30.0, ge=0, description="Seconds a metagraph snapshot is reused.")
+    metagraph_ttl: float = Field(
+        default=30.0, ge=0, description="Seconds between background metagraph refreshes."
+    )
+    metagraph_max_age: float = Field(
+        default=600.0,
+        gt=0,
+        description="Older than this, the last good snapshot admits no one (503 metagraph_expired).",
+    )
     max_request_bytes: int = Field(default=1024 * 1024, ge=1024, description="Largest request body read.")
     max_request_depth: int = Field(default=32, ge=4, le=256, description="Deepest JSON nesting read.")
     max_concurrent_tasks: int = Field(

@@ -38,6 +38,7 @@ from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
 from neurons.validator.app import MeteredToolLog, create_validator_app
+from neurons.validator.endpoints import EndpointPolicy, endpoint_policy, screen_endpoints
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import (
     RoundDeps,
@@ -57,7 +58,7 @@ from neurons.validator.startup import (
     open_search_index,
 )
 from neurons.validator.taskpool import ReplenishReport, replenish
-from neurons.validator.weights import WeightsOutcome, weights_pass
+from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
 from storage import repository
 from storage.db import in_session, make_sessionmaker
 from storage.errors import StorageError
@@ -152,14 +153,36 @@ class Validator:
                 in_session, self.sessions, replenish, self.index, secret=secret, config=self.settings.pool
             )
 
+    def endpoint_policy(self) -> EndpointPolicy:
+        """Which advertised miner addresses rounds query (global ones, unless allowed or local)."""
+        return endpoint_policy(self.settings.network, self.settings.miner_networks)
+
     async def round(self) -> RoundSummary:
-        """Close a round a crash left open, then run the next one on a fresh metagraph snapshot."""
-        snapshot = await self.sync_metagraph()
+        """Close a round a crash left open, then run the next one on a fresh metagraph snapshot.
+
+        Miners whose advertised address the endpoint policy refuses are not queried.
+        """
+        snapshot = screen_endpoints(await self.sync_metagraph(), self.endpoint_policy())
         async with self.tasks_lock:
             round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
             summary = await run_round(self.round_deps(), self.settings.round, snapshot, round_id=round_id)
         self.last_round = summary
         return summary
+
+    async def warn_weight_limit(self) -> str | None:
+        """Warn (at start-up) when the subnet's MaxWeightsLimit bends the weights policy; the warning.
+
+        A chain that cannot be read now is only logged: the weights job reads the rules again.
+        """
+        try:
+            rules = await self.chain.weight_rules()
+        except ChainUnavailable as exc:
+            logger.warning("weight_limit_unchecked error=%s", exc)
+            return None
+        warning = weight_limit_warning(rules, self.settings.policy)
+        if warning is not None:
+            logger.warning("weight_limit max_weight_share=%.4f %s", rules.max_weight_share, warning)
+        return warning
 
     async def weights(self) -> WeightsOutcome:
         """One weights pass (submits only when due)."""
@@ -218,6 +241,9 @@ class Validator:
                 "weights": list(weights.plan.weights) if weights.plan else [],
                 "success": submission.success if submission else None,
                 "message": submission.message if submission else None,
+                # A commit's weights land at its reveal round; the next pass checks they did.
+                "reveal_round": submission.reveal_round if submission else None,
+                "reveal": weights.reveal.status if weights.reveal else None,
             }
             if weights
             else None,
@@ -251,8 +277,10 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
     index = open_search_index(settings)
     engine = open_database(settings)
     with make_sessionmaker(engine)() as session:
-        last = repository.last_successful_weights(session)
-    metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(last.block if last is not None and last.block else 0)
+        last = repository.last_successful_weights(session, landed=True)
+    # A revealed commit's weights were on chain by the block its reveal was checked at.
+    landed = last.reveal_block or last.block if last is not None else None
+    metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(landed or 0)
     judge = settings.judge
     completer = (
         OpenAICompleter(
@@ -303,6 +331,7 @@ async def serve(
     """
     validator = open_validator(settings, exporter=exporter)
     init_metrics()
+    await validator.warn_weight_limit()
     scheduler = Scheduler(validator.jobs())
 
     async def startup() -> None:

@@ -175,6 +175,10 @@ class ValidatorSettings(NeuronSettings):
     export_dir: Path | None = Field(
         default=None, description="Export directory (default: <data dir>/exports)."
     )
+    # A private testnet's ranges, e.g. "10.0.0.0/8"; elsewhere only global addresses are queried.
+    miner_networks: tuple[str, ...] = Field(
+        default=(), description="Non-global networks whose miner addresses are queried anyway (not on local)."
+    )
 
     # ---- sections
     round: RoundConfig = Field(default_factory=RoundConfig)
@@ -198,6 +202,13 @@ class ValidatorSettings(NeuronSettings):
     def _known_toolset(cls, value: str) -> str:
         if value not in TOOLSETS:
             raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}")
+        return value
+
+    @field_validator("miner_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            ipaddress.ip_network(entry, strict=False)  # e.g. 10.0.0.0/8 or fd00::/8
         return value
 
     @field_validator("toolserver_url")

@@ -19,6 +19,7 @@ from judging.types import AXES
 from neurons import metrics
 from neurons.errors import NeuronError
 from neurons.protocol import PROTOCOL_VERSION
+from neurons.validator.endpoints import ENDPOINT_CAUSES
 from neurons.validator.settings import ValidatorSettings
 from storage.db import check_schema, make_engine, upgrade
 from storage.errors import StorageError
@@ -104,6 +105,10 @@ def init_metrics() -> None:
     for op in ("save_judged",):
         metrics.DB_ERRORS.labels(op)
     metrics.WEIGHT_SUBMISSIONS.labels("success")
+    for reveal in ("revealed", "missing"):
+        metrics.WEIGHT_REVEALS.labels(reveal)
+    for cause in ENDPOINT_CAUSES:
+        metrics.MINER_ENDPOINT_REFUSALS.labels(cause)
     for result in ("ok", "partial"):
         metrics.ROUNDS.labels(result)
     for pool in POOLS:

@@ -1,10 +1,23 @@
 """The weights pass: stored scores -> standings -> a weight vector on today's uids -> set_weights, recorded.
 
 Deterministic: the vector depends only on the stored judgments (each hotkey's last ``window``
-episodes, outage-unscored ones left out), the policy and the metagraph at submission time.
-Scores are keyed by hotkey and mapped to uids only here, so a uid taken over by a new hotkey
-inherits nothing. Cadence: at most one successful submission per ``min_blocks`` (default: the
-subnet's tempo), and never inside the chain's rate limit, both read from chain at each pass.
+episodes, outage-unscored ones left out), the policy, the metagraph and the subnet's
+``MaxWeightsLimit`` at submission time. Scores are keyed by hotkey and mapped to uids only here,
+so a uid taken over by a new hotkey inherits nothing. Cadence: at most one successful
+submission per ``min_blocks`` (default: the subnet's tempo), and never inside the chain's rate
+limit, both read from chain at each pass.
+
+The chain's ``MaxWeightsLimit`` (``WeightRules.max_weight_share``) is honoured here, not left
+to the SDK: no uid, the burn uid included, may hold more than that share. Left to the SDK, its
+clip redistributes the excess silently and, where the limit cannot be met at all, submits a
+uniform vector that ignores every score (and that the chain refuses anyway). Here the excess
+is redistributed over the other uids in proportion to their weight (``cap_shares``), so the
+vector recorded, exported and checked after a reveal is the one that lands; where no vector
+can meet the limit the pass refuses with ``weight_limit``. ``weight_limit_warning`` says at
+start-up what a limit below 65535 does to the policy (a burn share above it cannot be burned).
+
+On a commit-reveal subnet each pass first checks the newest commit whose reveal round is due
+(``neurons.validator.reveals``); a missing reveal is resubmitted at once.
 """
 
 from __future__ import annotations
@@ -22,12 +35,17 @@ from judging.scores import MinerStanding, ScorePolicy, standings, weight_vector
 from neurons import metrics
 from neurons.chain.chaintypes import Chain, MetagraphSnapshot, WeightRules, WeightSubmission
 from neurons.protocol import WEIGHTS_VERSION_KEY
+from neurons.validator.reveals import RevealCheck, check_reveal
 from storage import repository
 from storage.records import WeightRecord
 
 logger = logging.getLogger(__name__)
 
-WeightsResult = Literal["submitted", "not_due", "rate_limited", "outdated_version", "no_owner"]
+WeightsResult = Literal[
+    "submitted", "not_due", "rate_limited", "outdated_version", "no_owner", "weight_limit"
+]
+# Below the chain's limit by this fraction, so u16 rounding cannot lift the top share over it.
+LIMIT_MARGIN = 1e-3
 
 
 @dataclass(frozen=True)
@@ -42,12 +60,64 @@ class WeightPlan:
 
 @dataclass(frozen=True)
 class WeightsOutcome:
-    """What a weights pass did; ``submission`` is set when it reached the chain."""
+    """What a weights pass did; ``submission`` is set when it reached the chain.
+
+    ``reveal`` is the check of the last pending commit, when one was due for checking.
+    """
 
     result: WeightsResult
     block: int
     plan: WeightPlan | None = None
     submission: WeightSubmission | None = None
+    reveal: RevealCheck | None = None
+
+
+def cap_shares(weights: tuple[float, ...], max_share: float) -> tuple[float, ...] | None:
+    """Normalise ``weights`` so that none exceeds ``max_share``, the excess spread pro rata over the rest.
+
+    Water-filling: uids over the cap are held at it and the remaining mass is shared among the
+    others in proportion to their weight, until none is over. Zero weights stay zero.
+
+    Returns:
+        The capped vector (summing to 1), or None when no vector over these uids can meet the
+        cap (fewer than ``1 / max_share`` non-zero weights).
+    """
+    total = sum(weights)
+    if total <= 0:
+        return None
+    shares = [w / total for w in weights]
+    if max_share >= 1.0:
+        return tuple(shares)
+    if sum(1 for s in shares if s > 0) * max_share < 1.0:
+        return None
+    capped: set[int] = set()
+    while True:
+        over = {i for i, s in enumerate(shares) if s > max_share and i not in capped}
+        if not over:
+            return tuple(shares)
+        capped |= over
+        free = 1.0 - max_share * len(capped)
+        rest = sum(s for i, s in enumerate(shares) if i not in capped)
+        shares = [max_share if i in capped else s * free / rest for i, s in enumerate(shares)]
+
+
+def _usable_share(rules: WeightRules) -> float:
+    # 65535 means no limit on chain; below it, keep a margin for the u16 rounding.
+    return 1.0 if rules.max_weight_share >= 1.0 else rules.max_weight_share * (1 - LIMIT_MARGIN)
+
+
+def weight_limit_warning(rules: WeightRules, policy: ScorePolicy) -> str | None:
+    """What the subnet's ``MaxWeightsLimit`` does to this policy, or None when it does nothing (65535)."""
+    limit = rules.max_weight_share
+    if limit >= 1.0:
+        return None
+    parts = [
+        f"the subnet's MaxWeightsLimit caps every uid at {limit:.2%} of the weights",
+        f"at least {math.ceil(1 / limit)} uids need weight or nothing can be submitted",
+    ]
+    if policy.burn_share > limit:
+        parts.append(f"the burn share {policy.burn_share:.0%} is cut to {limit:.2%}: the rest goes to miners")
+    return "; ".join(parts)
 
 
 def plan_weights(session: Session, snapshot: MetagraphSnapshot, policy: ScorePolicy) -> WeightPlan | None:
@@ -109,6 +179,7 @@ async def weights_pass(
         StorageError: the database could not be read or written.
     """
     rules = await chain.weight_rules()
+    reveal = await check_reveal(chain, sessions, rules)
     snapshot = await chain.snapshot()
     metrics.CHAIN_BLOCK.set(snapshot.block)
 
@@ -117,7 +188,14 @@ async def weights_pass(
             why = not_due(
                 session, snapshot, rules, hotkey=chain.hotkey, min_blocks=min_blocks, version_key=version_key
             )
+            if why == "not_due" and reveal is not None and reveal.status == "missing":
+                why = None  # the last commit never landed: resubmit now, inside the rate limit
             plan = plan_weights(session, snapshot, policy)
+            if plan is not None:
+                capped = cap_shares(plan.weights, _usable_share(rules))
+                if capped is None:
+                    return why or "weight_limit", plan
+                plan = WeightPlan(plan.uids, capped, plan.standings, plan.hotkey_to_uid)
             if why is None and plan is not None:
                 repository.record_scores(
                     session,
@@ -133,17 +211,20 @@ async def weights_pass(
         _export_scores(plan)
     if why is not None or plan is None:
         result: WeightsResult = why or "no_owner"
-        level = logging.ERROR if result in ("outdated_version", "no_owner") else logging.INFO
+        level = logging.ERROR if result in ("outdated_version", "no_owner", "weight_limit") else logging.INFO
         logger.log(
             level,
-            "weights_skipped reason=%s block=%d version_key=%d chain_version=%d",
+            "weights_skipped reason=%s block=%d version_key=%d chain_version=%d max_share=%.4f uids=%d",
             result,
             snapshot.block,
             version_key,
             rules.weights_version,
+            rules.max_weight_share,
+            len(plan.uids) if plan else 0,
         )
-        return WeightsOutcome(result=result, block=snapshot.block, plan=plan)
+        return WeightsOutcome(result=result, block=snapshot.block, plan=plan, reveal=reveal)
     submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
+    committed = submission.success and submission.committed
     record = WeightRecord(
         uids=submission.uids,
         weights=submission.weights,
@@ -152,6 +233,8 @@ async def weights_pass(
         message=submission.message[:2000],
         version_key=version_key,
         at=datetime.now(UTC),
+        reveal_round=submission.reveal_round,
+        reveal_status="pending" if committed else None,
     )
 
     def store() -> bool:
@@ -160,7 +243,9 @@ async def weights_pass(
 
     await asyncio.to_thread(store)
     _export_submission(submission, snapshot.block)
-    return WeightsOutcome(result="submitted", block=snapshot.block, plan=plan, submission=submission)
+    return WeightsOutcome(
+        result="submitted", block=snapshot.block, plan=plan, submission=submission, reveal=reveal
+    )
 
 
 def _export_scores(plan: WeightPlan) -> None:
@@ -175,7 +260,8 @@ def _export_submission(submission: WeightSubmission, block: int) -> None:
     metrics.WEIGHT_SUBMISSIONS.labels("success" if submission.success else submission.code or "refused").inc()
     if not submission.success:
         return
-    metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(submission.block or block)
+    if not submission.committed:  # a commit's weights land at its reveal (reveals.check_reveal)
+        metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(submission.block or block)
     metrics.MINER_WEIGHT.clear()
     for uid, weight in zip(submission.uids, submission.weights, strict=True):
         metrics.MINER_WEIGHT.labels(str(uid)).set(weight)

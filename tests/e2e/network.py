@@ -115,6 +115,7 @@ class LocalNetwork:
             block_seconds=self.block_seconds,
             tempo=10,
             weights_rate_limit=2,
+            loopback_axons=True,  # every process on this host: the local network is in use
         )
         self.uids = {"validator": register_wallet(self.chain, self.wallets["validator"], stake=1000.0,
                                                   validator_permit=True)}  # fmt: skip

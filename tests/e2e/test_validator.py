@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from neurons.chain.local.state import read_weights
+from neurons.demo.network import wait_for_reveals
 from storage import repository
 from storage.db import make_engine, make_sessionmaker
 from storage.models import EpisodeRow, JudgmentRow
@@ -83,9 +84,13 @@ def test_a_round_is_judged_stored_and_weighted_on_chain(net: LocalNetwork) -> No
             assert trace.episode.end == "miner_error" and trace.judgment.score == 0
     assert sum(t.judgment.score for t in stored if t.episode.miner_hotkey == good) > 0
 
+    # Commit-reveal is on, as on finney: the weights land when the local chain opens the commit.
+    assert report["weights"]["success"] is True and report["weights"]["result"] == "submitted"
+    assert report["weights"]["reveal_round"] is not None
+    revealed = wait_for_reveals(net.chain, timeout=120.0)
+    assert revealed is not None and revealed.status == "revealed", revealed
     weights = read_weights(net.chain)[net.uids["validator"]]
     assert weights.get(net.uids["miner-good"], 0) > weights.get(net.uids["miner-bad"], 0)
-    assert report["weights"]["success"] is True and report["weights"]["result"] == "submitted"
 
 
 def _wait_round_open(net: LocalNetwork, validator: Process, round_id: int, timeout: float = 60.0) -> None:

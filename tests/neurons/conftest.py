@@ -77,6 +77,7 @@ def make_net(tmp_path: Path, wallets_dir: Path) -> Callable[..., LocalNet]:
         }
         path = tmp_path / f"chain-{len(list(tmp_path.glob('chain-*.db')))}.db"
         settings.setdefault("block_seconds", 12.0)
+        settings.setdefault("loopback_axons", True)  # the miners of these tests serve on loopback
         create_local_chain(
             path,
             NETUID,

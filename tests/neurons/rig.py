@@ -82,7 +82,7 @@ async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str
             agent=agent,
             metagraph=chain.snapshot,
             nonce_store=make_nonce_store(),
-            config=MinerAppConfig(metagraph_ttl=0.0),
+            config=MinerAppConfig(),  # the metagraph is read once before serving, then every 30 s
         )
         await stack.enter_async_context(serve_app(app, sock))
 

@@ -25,7 +25,7 @@ UNITS = {
 BOUNDED_LABELS = {
     "axis",  # A, B, unknown
     "call",  # chain call name
-    "cause",  # judge unscored cause
+    "cause",  # judge unscored cause; refused miner address cause
     "code",  # HTTP status code
     "direction",  # in, out
     "end",  # EpisodeEnd values

@@ -17,6 +17,8 @@ from storage.repository import (
     last_successful_weights,
     latest_scores,
     open_round,
+    pending_reveal,
+    record_reveal,
     record_scores,
     record_weight_submission,
     score_history,
@@ -84,6 +86,40 @@ def test_weight_submissions_and_the_last_accepted_one(session: Session) -> None:
     assert last_successful_weights(session) == ok
     history = weight_history(session)
     assert [w.success for w in history] == [False, True] and history[0].message == "too soon"
+
+
+def test_a_commit_keeps_its_reveal_round_until_its_reveal_is_checked(session: Session) -> None:
+    commit = WeightRecord(
+        uids=(0, 3),
+        weights=(0.2, 0.8),
+        block=100,
+        success=True,
+        at=T0,
+        reveal_round=9001,
+        reveal_status="pending",
+    )
+    newer = commit.model_copy(update={"block": 110, "reveal_round": 9002, "at": T0 + timedelta(minutes=2)})
+
+    assert record_weight_submission(session, submission=commit)
+    assert pending_reveal(session) == commit
+    assert last_successful_weights(session, landed=True) is None  # included, not yet on chain
+    assert record_weight_submission(session, submission=newer)  # a newer commit supersedes the first
+    assert pending_reveal(session) == newer
+    assert not record_reveal(session, reveal_round=9001, status="revealed", block=130)
+    assert record_reveal(session, reveal_round=9002, status="revealed", block=140)
+
+    assert pending_reveal(session) is None
+    landed = last_successful_weights(session, landed=True)
+    assert landed is not None and (landed.reveal_status, landed.reveal_block) == ("revealed", 140)
+    assert [(w.reveal_round, w.reveal_status) for w in weight_history(session)] == [
+        (9002, "revealed"),
+        (9001, "superseded"),
+    ]
+    assert not record_weight_submission(session, submission=newer)  # its identity ignores the outcome
+    lost = newer.model_copy(update={"block": 200, "reveal_round": 9003, "at": T0 + timedelta(minutes=9)})
+    record_weight_submission(session, submission=lost)
+    record_reveal(session, reveal_round=9003, status="missing", block=230)
+    assert last_successful_weights(session) == landed  # a commit that never landed does not count
 
 
 def test_weight_records_refuse_bad_vectors() -> None:

@@ -26,16 +26,27 @@ class LocalChainConfig:
     weights_rate_limit: int = 5
     min_allowed_weights: int = 1
     max_weights_limit: int = 65535
-    commit_reveal: bool = False
+    commit_reveal: bool = True  # on, as on finney: weights are timelocked commits revealed later
     reveal_period_epochs: int = 1
     weights_version: int = 0
     max_uids: int = 256
     serving_rate_limit: int = 0
     min_stake: float = 0.0
+    # Subtensor refuses 127.0.0.1 and ::1 as axon addresses. "The local network is in use" (every
+    # process on one host, as in the demo and tests/e2e) needs them: only then may this be True.
+    loopback_axons: bool = False
 
     def block_at(self, now: float) -> int:
         """The block current at wall time ``now`` (block 1 is genesis)."""
         return 1 + max(0, math.floor((now - self.genesis_time) / self.block_seconds))
+
+    def block_time(self, block: int) -> float:
+        """The wall time block ``block`` was made at (its ``Timestamp.Now``)."""
+        return self.genesis_time + (block - 1) * self.block_seconds
+
+    def first_block_at(self, when: float) -> int:
+        """The first block made at or after wall time ``when``."""
+        return max(1, 1 + math.ceil((when - self.genesis_time) / self.block_seconds))
 
 
 @dataclass(frozen=True)
@@ -72,10 +83,15 @@ class ChainView:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The result of dispatching one extrinsic: included at ``block``/``index``, ok or refused."""
+    """The result of one signed call: applied or refused in a block, or refused by the pool.
 
-    block: int
-    index: int
+    ``block``/``index`` are None for a pool refusal: the transaction never reached a block,
+    consumed no nonce and is not in the extrinsic log (as subtensor's transaction extension
+    refuses a rate-limited or under-staked weight call, or any invalid serve_axon).
+    """
+
+    block: int | None
+    index: int | None
     error: str | None = None  # the chain's error name when refused
     message: str = "Success"
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -84,6 +100,33 @@ class Outcome:
     def success(self) -> bool:
         """True when the call was applied."""
         return self.error is None
+
+    @property
+    def included(self) -> bool:
+        """True when the call reached a block (applied or refused there)."""
+        return self.block is not None
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """One timelocked weight commit and what became of it at its reveal round.
+
+    ``plaintext`` is what the submitter handed the local chain next to the ciphertext (it cannot
+    open a drand timelock): ``{"dests", "weights", "version_key"}`` as the SDK quantised them.
+    ``status`` is ``pending`` until the first block at or after ``reveal_at``, then
+    ``revealed`` (weights stored at ``revealed_block``) or ``failed`` with the pallet's error:
+    silent on chain, as subtensor drops a commit whose reveal fails.
+    """
+
+    id: int
+    signer: str
+    block: int
+    reveal_round: int
+    reveal_at: float
+    plaintext: dict[str, Any] | None
+    status: str
+    revealed_block: int | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,21 @@ wall time (``1 + (now - genesis) // block_seconds``), so every process agrees on
 block-producing daemon. Writes take SQLite's write lock (``BEGIN IMMEDIATE``), so a validator
 and several miners in separate processes see one consistent chain.
 
-``LocalChain.dispatch`` applies a signed call under the pallet rules of ``neurons.chain.local.rules``
-(set weights, timelocked weight commits, serving an axon; the chain's own error names) and
-logs it, so a call the SDK's pre-flight lets through can still be refused on chain, as on
-finney. Nothing here imports bittensor: ``neurons.chain.local.substrate`` presents this state to the
+``LocalChain.dispatch`` applies a signed call under the pool's and the pallet's rules of
+``neurons.chain.local.rules`` (set weights, timelocked weight commits, serving an axon; the
+chain's own error names) and logs what reaches a block, so a call the SDK's pre-flight lets
+through can still be refused, as on finney. The account nonce is the number of extrinsics a
+signer got into blocks; the pool refuses any other (a stale or future nonce).
+
+Commit-reveal (``neurons.chain.local.commits``): a timelocked commit is kept with the plaintext
+its submitter handed over (the local chain cannot open a drand timelock: this is the test
+double's one shortcut) and revealed in its reveal epoch, at the first block made after its
+drand round's publication, under ``set_weights``'s rules at that block. A failed reveal is
+silent, as on chain: the commit is marked ``failed`` in the commit log (``read_commits``), and
+no weights change. Reveals due are applied by whichever access comes first (a read or a
+dispatch), so every process sees the same state.
+
+Nothing here imports bittensor: ``neurons.chain.local.substrate`` presents this state to the
 SDK.
 """
 
@@ -20,78 +31,33 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from neurons.chain.local.records import ChainView, ExtrinsicRecord, LocalChainConfig, NeuronRow, Outcome
-from neurons.chain.local.rules import RAO_PER_UNIT, Change, Refused, apply_call
+from neurons.chain.local.chainfile import (
+    SCHEMA,
+    connect,
+    insert_neuron,
+    json_default,
+    read_config,
+    read_neurons,
+    store,
+)
+from neurons.chain.local.commits import commit_record, keep_commit, pending_due, reveal_pending
+from neurons.chain.local.records import (
+    ChainView,
+    CommitRecord,
+    ExtrinsicRecord,
+    LocalChainConfig,
+    NeuronRow,
+    Outcome,
+)
+from neurons.chain.local.rules import RAO_PER_UNIT, Refused, apply_call
 from neurons.errors import LocalChainError
 
 logger = logging.getLogger(__name__)
-
-_SCHEMA = """
-CREATE TABLE config (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
-CREATE TABLE neurons (
-    uid INTEGER PRIMARY KEY, hotkey TEXT NOT NULL UNIQUE, coldkey TEXT NOT NULL,
-    stake_rao INTEGER NOT NULL, validator_permit INTEGER NOT NULL, registered_at INTEGER NOT NULL,
-    last_update INTEGER NOT NULL DEFAULT 0,
-    axon_ip INTEGER NOT NULL DEFAULT 0, axon_port INTEGER NOT NULL DEFAULT 0,
-    axon_ip_type INTEGER NOT NULL DEFAULT 4, axon_protocol INTEGER NOT NULL DEFAULT 0,
-    axon_version INTEGER NOT NULL DEFAULT 0, axon_block INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE weights (
-    uid INTEGER NOT NULL, dest INTEGER NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (uid, dest)
-);
-CREATE TABLE extrinsics (
-    block INTEGER NOT NULL, idx INTEGER NOT NULL, signer TEXT NOT NULL, call TEXT NOT NULL,
-    params TEXT NOT NULL, error TEXT, PRIMARY KEY (block, idx)
-);
-"""
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, bytes | bytearray):
-        return "0x" + bytes(value).hex()
-    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
-
-
-@contextmanager
-def _connect(path: Path, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-    if not path.is_file():
-        raise LocalChainError(f"no local chain at {path}; create one with create_local_chain()")
-    # mode=rw: never let a typo in the path create an empty chain file.
-    uri = path.resolve().as_uri() + "?mode=rw"
-    with closing(sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None)) as conn:
-        conn.row_factory = sqlite3.Row
-        conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-
-
-def _read_config(conn: sqlite3.Connection) -> LocalChainConfig:
-    row = conn.execute("SELECT body FROM config WHERE id = 1").fetchone()
-    if row is None:
-        raise LocalChainError("local chain file has no configuration")
-    return LocalChainConfig(**json.loads(row["body"]))
-
-
-def _read_neurons(conn: sqlite3.Connection) -> tuple[NeuronRow, ...]:
-    rows = conn.execute("SELECT * FROM neurons ORDER BY uid").fetchall()
-    return tuple(NeuronRow(**{**dict(r), "validator_permit": bool(r["validator_permit"])}) for r in rows)
-
-
-def _insert_neuron(conn: sqlite3.Connection, neuron: NeuronRow) -> None:
-    columns = ("uid", "hotkey", "coldkey", "stake_rao", "validator_permit", "registered_at")
-    conn.execute(
-        f"INSERT INTO neurons ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-        tuple(getattr(neuron, c) for c in columns),
-    )
 
 
 def create_local_chain(
@@ -114,8 +80,9 @@ def create_local_chain(
         overwrite: replace an existing file instead of refusing.
         clock: wall-clock source; genesis is "now".
         **settings: any other ``LocalChainConfig`` field (block_seconds, tempo,
-            weights_rate_limit, min_allowed_weights, max_weights_limit, commit_reveal,
-            weights_version, max_uids, serving_rate_limit, min_stake, name, symbol).
+            weights_rate_limit, min_allowed_weights, max_weights_limit, commit_reveal (on by
+            default, as on finney), reveal_period_epochs, weights_version, max_uids,
+            serving_rate_limit, min_stake, loopback_axons, name, symbol).
 
     Returns:
         The configuration written.
@@ -140,9 +107,9 @@ def create_local_chain(
     path.parent.mkdir(parents=True, exist_ok=True)
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
         conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(_SCHEMA)
+        conn.executescript(SCHEMA)
         conn.execute("INSERT INTO config (id, body) VALUES (1, ?)", (json.dumps(config.__dict__),))
-        _insert_neuron(conn, NeuronRow(0, owner_hotkey, owner_coldkey, 0, False, config.block_at(clock())))
+        insert_neuron(conn, NeuronRow(0, owner_hotkey, owner_coldkey, 0, False, config.block_at(clock())))
     logger.info("local chain created path=%s netuid=%d", path, netuid)
     return config
 
@@ -165,8 +132,8 @@ def register(
         LocalChainError: the hotkey belongs to another coldkey, or the subnet is full.
     """
     stake_rao = round(stake * RAO_PER_UNIT)
-    with _connect(path, write=True) as conn:
-        config = _read_config(conn)
+    with connect(path, write=True) as conn:
+        config = read_config(conn)
         row = conn.execute("SELECT uid, coldkey FROM neurons WHERE hotkey = ?", (hotkey,)).fetchone()
         if row is not None:
             if row["coldkey"] != coldkey:
@@ -180,14 +147,15 @@ def register(
         if uid >= config.max_uids:
             raise LocalChainError(f"subnet {config.netuid} is full ({config.max_uids} uids)")
         block = config.block_at(clock())
-        _insert_neuron(conn, NeuronRow(uid, hotkey, coldkey, stake_rao, validator_permit, block))
+        insert_neuron(conn, NeuronRow(uid, hotkey, coldkey, stake_rao, validator_permit, block))
     logger.info("local chain registered uid=%d hotkey=%s permit=%s", uid, hotkey, validator_permit)
     return uid
 
 
-def read_weights(path: Path) -> dict[int, dict[int, int]]:
-    """The weights on the local chain: validator uid -> {miner uid: u16 value as stored}."""
-    with _connect(path) as conn:
+def read_weights(path: Path, *, clock: Callable[[], float] = time.time) -> dict[int, dict[int, int]]:
+    """The weights on the local chain (reveals due at ``clock()`` applied): uid -> {dest: u16 value}."""
+    LocalChain(path, clock=clock).reveal_due()
+    with connect(path) as conn:
         rows = conn.execute("SELECT uid, dest, value FROM weights ORDER BY uid, dest").fetchall()
     out: dict[int, dict[int, int]] = {}
     for row in rows:
@@ -197,7 +165,7 @@ def read_weights(path: Path) -> dict[int, dict[int, int]]:
 
 def read_extrinsics(path: Path, *, call: str | None = None) -> list[ExtrinsicRecord]:
     """Every extrinsic the local chain received, oldest first, optionally only one ``Pallet.call``."""
-    with _connect(path) as conn:
+    with connect(path) as conn:
         rows = conn.execute("SELECT * FROM extrinsics ORDER BY block, idx").fetchall()
     records = [
         ExtrinsicRecord(r["block"], r["idx"], r["signer"], r["call"], json.loads(r["params"]), r["error"])
@@ -206,18 +174,12 @@ def read_extrinsics(path: Path, *, call: str | None = None) -> list[ExtrinsicRec
     return [r for r in records if call is None or r.call == call]
 
 
-def _store(conn: sqlite3.Connection, change: Change) -> None:
-    if change.last_update is not None:
-        conn.execute("UPDATE neurons SET last_update = ? WHERE uid = ?", (change.last_update, change.uid))
-    if change.weights is not None:
-        conn.execute("DELETE FROM weights WHERE uid = ?", (change.uid,))
-        conn.executemany(
-            "INSERT INTO weights (uid, dest, value) VALUES (?, ?, ?)",
-            [(change.uid, dest, value) for dest, value in change.weights],
-        )
-    if change.axon is not None:
-        assignments = ", ".join(f"{column} = ?" for column in change.axon)
-        conn.execute(f"UPDATE neurons SET {assignments} WHERE uid = ?", (*change.axon.values(), change.uid))
+def read_commits(path: Path, *, clock: Callable[[], float] = time.time) -> list[CommitRecord]:
+    """Every timelocked commit the local chain kept, oldest first (reveals due at ``clock()`` applied)."""
+    LocalChain(path, clock=clock).reveal_due()
+    with connect(path) as conn:
+        rows = conn.execute("SELECT * FROM commits ORDER BY id").fetchall()
+    return [commit_record(row) for row in rows]
 
 
 class LocalChain:
@@ -233,45 +195,99 @@ class LocalChain:
     def config(self) -> LocalChainConfig:
         """The subnet's configuration (read once: it never changes after creation)."""
         if self._config is None:
-            with _connect(self.path) as conn:
-                self._config = _read_config(conn)
+            with connect(self.path) as conn:
+                self._config = read_config(conn)
         return self._config
+
+    def now(self) -> float:
+        """The chain's wall time (its clock; a test's fake one, or ``time.time``)."""
+        return self._clock()
 
     def block(self) -> int:
         """The current block."""
         return self.config.block_at(self._clock())
 
+    def reveal_due(self) -> int:
+        """Apply the reveals due at the current block (only a read when none is); returns how many."""
+        block = self.block()
+        with connect(self.path) as conn:
+            if not pending_due(conn, self.config, block):
+                return 0
+        with connect(self.path, write=True) as conn:
+            return reveal_pending(conn, self.config, block)
+
     def view(self) -> ChainView:
-        """The subnet's neurons at the current block."""
-        with _connect(self.path) as conn:
-            neurons = _read_neurons(conn)
-        return ChainView(self.config, self.block(), neurons)
+        """The subnet's neurons at the current block (reveals due applied first)."""
+        block = self.block()
+        with connect(self.path) as conn:  # one read in the common case: no reveal due
+            if not pending_due(conn, self.config, block):
+                return ChainView(self.config, block, read_neurons(conn))
+        with connect(self.path, write=True) as conn:
+            reveal_pending(conn, self.config, block)
+            return ChainView(self.config, block, read_neurons(conn))
 
     def weights(self) -> dict[int, list[tuple[int, int]]]:
         """Stored weights per setting uid, as (dest uid, u16 value) pairs."""
-        return {uid: sorted(row.items()) for uid, row in read_weights(self.path).items()}
+        return {uid: sorted(row.items()) for uid, row in read_weights(self.path, clock=self._clock).items()}
+
+    def pending_commits(self) -> list[CommitRecord]:
+        """The timelocked commits not revealed yet (what ``TimelockedWeightCommits`` holds)."""
+        return [c for c in read_commits(self.path, clock=self._clock) if c.status == "pending"]
 
     def extrinsic_count(self, signer: str) -> int:
-        """How many extrinsics ``signer`` has sent (its account nonce)."""
-        with _connect(self.path) as conn:
+        """How many extrinsics of ``signer`` reached a block (its account nonce)."""
+        with connect(self.path) as conn:
             row = conn.execute("SELECT COUNT(*) FROM extrinsics WHERE signer = ?", (signer,)).fetchone()
         return int(row[0])
 
-    def dispatch(self, signer: str, module: str, function: str, params: Mapping[str, Any]) -> Outcome:
-        """Apply one signed call under the chain's rules and log it; refusals are outcomes, not errors."""
-        with _connect(self.path, write=True) as conn:
-            config = _read_config(conn)
+    def dispatch(
+        self,
+        signer: str,
+        module: str,
+        function: str,
+        params: Mapping[str, Any],
+        *,
+        nonce: int | None = None,
+        sealed: Mapping[str, Any] | None = None,
+    ) -> Outcome:
+        """Apply one signed call under the chain's rules; refusals are outcomes, not errors.
+
+        Args:
+            signer: the signing hotkey (ss58).
+            module: the pallet, e.g. ``SubtensorModule``.
+            function: the call, e.g. ``set_mechanism_weights``.
+            params: the call's arguments.
+            nonce: the nonce the call was signed with; the pool refuses any but the account's
+                next one (None: unchecked).
+            sealed: for a timelocked commit, the plaintext and its reveal time:
+                ``{"reveal_at": unix seconds, "plaintext": {"dests", "weights", "version_key"}}``.
+        """
+        with connect(self.path, write=True) as conn:
+            config = read_config(conn)
             block = config.block_at(self._clock())
-            view = ChainView(config, block, _read_neurons(conn))
+            reveal_pending(conn, config, block)  # reveals due come first in a block, as on chain
+            expected = int(
+                conn.execute("SELECT COUNT(*) FROM extrinsics WHERE signer = ?", (signer,)).fetchone()[0]
+            )
+            if nonce is not None and nonce != expected:
+                name, word = ("Stale", "outdated") if nonce < expected else ("Future", "in the future")
+                message = f"transaction is {word}: nonce {nonce}, the account's next is {expected}"
+                return Outcome(None, None, error=name, message=message)
+            view = ChainView(config, block, read_neurons(conn))
             index = int(
                 conn.execute("SELECT COUNT(*) FROM extrinsics WHERE block = ?", (block,)).fetchone()[0]
             )
             try:
                 change = apply_call(view, signer, module, function, params)
-                _store(conn, change)
-                outcome = Outcome(block, index, events=change.events)
             except Refused as refusal:
+                if refusal.at == "pool":  # never reaches a block: no log, no nonce consumed
+                    return Outcome(None, None, error=refusal.name, message=refusal.message)
                 outcome = Outcome(block, index, error=refusal.name, message=refusal.message)
+            else:
+                store(conn, change)
+                if change.reveal_round is not None:
+                    keep_commit(conn, signer, block, change.reveal_round, sealed)
+                outcome = Outcome(block, index, events=change.events)
             conn.execute(
                 "INSERT INTO extrinsics (block, idx, signer, call, params, error) VALUES (?, ?, ?, ?, ?, ?)",
                 (
@@ -279,7 +295,7 @@ class LocalChain:
                     index,
                     signer,
                     f"{module}.{function}",
-                    json.dumps(params, default=_json_default),
+                    json.dumps(params, default=json_default),
                     outcome.error,
                 ),
             )

@@ -7,6 +7,11 @@ and constants the SDK's metagraph read and weight/serving intents ask for, from 
 ``LocalChain``; everything above it (metagraph decoding, weight pre-flight, clipping and u16
 quantisation, timelock encryption, signing, result handling) is the SDK's own code.
 
+Nonces are pipelined as the SDK's RPC transport does them: the chain is asked once per
+account, then the cached value counts up per signed call until ``clear_nonce_cache_for_account``
+(which the SDK calls after a failed submit). The local pool refuses a stale or future nonce, so a
+cache left incremented shows as a refusal, not as silence.
+
 It does not import bittensor. The few methods whose contract returns SDK types (balances,
 fees, extrinsic results) live in the subclass in ``neurons.chain.local.sdk``.
 """
@@ -16,16 +21,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from neurons.chain.local.records import ChainView, NeuronRow, Outcome
+from neurons.chain.local.reads import STORAGE, commits_by_epoch, metagraph
+from neurons.chain.local.records import ChainView, Outcome
 from neurons.chain.local.rules import SUPPORTED_CALLS
 from neurons.chain.local.state import LocalChain
 from neurons.errors import LocalChainError
-
-_StorageRead = Callable[[ChainView, list[Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -43,113 +47,6 @@ class LocalCall:
         return {"call_module": self.module, "call_function": self.function, "call_args": args}
 
 
-def _neuron(view: ChainView, params: list[Any], index: int = 1) -> NeuronRow | None:
-    key = params[index] if len(params) > index else None
-    if isinstance(key, int):
-        return view.neurons[key] if 0 <= key < len(view.neurons) else None
-    return view.by_hotkey(str(key))
-
-
-def _on_subnet(read: _StorageRead, default: Any = None) -> _StorageRead:
-    # Per-subnet items are keyed by netuid first; other subnets do not exist here.
-    def guarded(view: ChainView, params: list[Any]) -> Any:
-        return read(view, params) if params and int(params[0]) == view.config.netuid else default
-
-    return guarded
-
-
-def _epoch(view: ChainView) -> tuple[int, int]:
-    """(last epoch block, epoch index): an epoch runs every tempo + 1 blocks."""
-    period = view.config.tempo + 1
-    return view.block - view.block % period, view.block // period
-
-
-def _axon(n: NeuronRow) -> dict[str, int]:
-    return {
-        "block": n.axon_block,
-        "version": n.axon_version,
-        "ip": n.axon_ip,
-        "port": n.axon_port,
-        "ip_type": n.axon_ip_type,
-        "protocol": n.axon_protocol,
-        "placeholder1": 0,
-        "placeholder2": 0,
-    }
-
-
-_STORAGE: dict[tuple[str, str], _StorageRead] = {
-    ("SubtensorModule", "NetworksAdded"): _on_subnet(lambda v, p: True, False),
-    ("SubtensorModule", "SubnetworkN"): _on_subnet(lambda v, p: len(v.neurons), 0),
-    ("SubtensorModule", "Uids"): _on_subnet(lambda v, p: getattr(_neuron(v, p), "uid", None)),
-    ("SubtensorModule", "Keys"): _on_subnet(lambda v, p: getattr(_neuron(v, p), "hotkey", None)),
-    ("SubtensorModule", "Axons"): _on_subnet(lambda v, p: _axon(n) if (n := _neuron(v, p)) else None),
-    ("SubtensorModule", "ValidatorPermit"): _on_subnet(
-        lambda v, p: [n.validator_permit for n in v.neurons], []
-    ),
-    ("SubtensorModule", "LastUpdate"): _on_subnet(lambda v, p: [n.last_update for n in v.neurons], []),
-    ("SubtensorModule", "CommitRevealWeightsEnabled"): _on_subnet(lambda v, p: v.config.commit_reveal, False),
-    ("SubtensorModule", "WeightsSetRateLimit"): _on_subnet(lambda v, p: v.config.weights_rate_limit, 0),
-    ("SubtensorModule", "WeightsVersionKey"): _on_subnet(lambda v, p: v.config.weights_version, 0),
-    ("SubtensorModule", "MinAllowedWeights"): _on_subnet(lambda v, p: v.config.min_allowed_weights, 0),
-    ("SubtensorModule", "MaxWeightsLimit"): _on_subnet(lambda v, p: v.config.max_weights_limit, None),
-    ("SubtensorModule", "MaxAllowedUids"): _on_subnet(lambda v, p: v.config.max_uids, 0),
-    ("SubtensorModule", "ServingRateLimit"): _on_subnet(lambda v, p: v.config.serving_rate_limit, 0),
-    ("SubtensorModule", "SubnetEpochConsensus"): _on_subnet(lambda v, p: "Yuma"),
-    ("SubtensorModule", "Tempo"): _on_subnet(lambda v, p: v.config.tempo, 0),
-    ("SubtensorModule", "RevealPeriodEpochs"): _on_subnet(lambda v, p: v.config.reveal_period_epochs, 0),
-    ("SubtensorModule", "LastEpochBlock"): _on_subnet(lambda v, p: _epoch(v)[0], 0),
-    ("SubtensorModule", "SubnetEpochIndex"): _on_subnet(lambda v, p: _epoch(v)[1], 0),
-    ("SubtensorModule", "BlocksSinceLastStep"): _on_subnet(lambda v, p: v.block - _epoch(v)[0], 0),
-    ("SubtensorModule", "PendingEpochAt"): _on_subnet(lambda v, p: 0, 0),
-    ("SubtensorModule", "SubnetOwner"): _on_subnet(lambda v, p: v.config.owner_coldkey),
-    ("SubtensorModule", "SubnetOwnerHotkey"): _on_subnet(lambda v, p: v.config.owner_hotkey),
-    ("Timestamp", "Now"): lambda v, p: round(
-        (v.config.genesis_time + (v.block - 1) * v.config.block_seconds) * 1000
-    ),
-}
-
-
-def _metagraph(view: ChainView) -> dict[str, Any]:
-    """``SubnetInfoRuntimeApi.get_metagraph`` as the transport decodes it (amounts in rao)."""
-    config, neurons, count = view.config, view.neurons, len(view.neurons)
-    last_epoch, _ = _epoch(view)
-    zeros = [0] * count
-    return {
-        "netuid": config.netuid,
-        "name": list(config.name.encode()),
-        "symbol": list(config.symbol.encode()),
-        "identity": None,
-        "network_registered_at": 1,
-        "owner_hotkey": config.owner_hotkey,
-        "owner_coldkey": config.owner_coldkey,
-        "block": view.block,
-        "tempo": config.tempo,
-        "last_step": last_epoch,
-        "blocks_since_last_step": view.block - last_epoch,
-        "num_uids": count,
-        "max_uids": config.max_uids,
-        "hotkeys": [n.hotkey for n in neurons],
-        "coldkeys": [n.coldkey for n in neurons],
-        "identities": [None] * count,
-        "axons": [_axon(n) for n in neurons],
-        "active": [True] * count,
-        "validator_permit": [n.validator_permit for n in neurons],
-        "last_update": [n.last_update for n in neurons],
-        "block_at_registration": [n.registered_at for n in neurons],
-        "alpha_stake": [n.stake_rao for n in neurons],
-        "tao_stake": zeros,
-        "total_stake": [n.stake_rao for n in neurons],
-        # Consensus outputs: the local chain runs no Yuma epoch, so these stay zero.
-        **{
-            key: zeros
-            for key in ("rank", "trust", "consensus", "incentives", "dividends", "pruning_score", "emission")
-        },
-        "tao_in": 0,
-        "alpha_in": 0,
-        "moving_price": {"bits": 0},
-    }
-
-
 def _unsupported(what: str) -> LocalChainError:
     return LocalChainError(f"{what} is not supported by the local chain")
 
@@ -161,6 +58,8 @@ class LocalSubstrate:
         """Serve ``chain``'s state; blocking file access runs in worker threads."""
         self.chain = chain
         self.token_symbols: dict[int, str] = {}
+        self._nonces: dict[str, int] = {}
+        self._nonce_lock = asyncio.Lock()
 
     async def _view(self) -> ChainView:
         return await asyncio.to_thread(self.chain.view)
@@ -223,10 +122,18 @@ class LocalSubstrate:
         block_hash: str | None = None,
     ) -> Any:
         """One storage item, decoded. State is the head's: the local chain keeps no history."""
-        read = _STORAGE.get((module, storage_function))
+        if (module, storage_function) == ("SubtensorModule", "Weights"):
+            return await self._weights_row(list(params or []))
+        read = STORAGE.get((module, storage_function))
         if read is None:
             raise _unsupported(f"storage {module}.{storage_function}")
         return read(await self._view(), list(params or []))
+
+    async def _weights_row(self, params: list[Any]) -> list[tuple[int, int]]:
+        """``Weights[netuid, uid]``: one validator's (dest, u16 value) pairs."""
+        if len(params) < 2 or int(params[0]) != self.chain.config.netuid:
+            return []
+        return dict(await asyncio.to_thread(self.chain.weights)).get(int(params[1]), [])
 
     async def map_has_entries(
         self, module: str, storage_function: str, params: list[Any], block_hash: str | None = None
@@ -250,6 +157,9 @@ class LocalSubstrate:
             return sorted(weights.items())
         if item == ("SubtensorModule", "Uids"):
             return [(n.hotkey, n.uid) for n in view.neurons] if on_subnet else []
+        if item == ("SubtensorModule", "TimelockedWeightCommits"):
+            pending = await asyncio.to_thread(self.chain.pending_commits) if on_subnet else []
+            return commits_by_epoch(view, pending)
         if item == ("SubtensorModule", "TokenSymbol"):
             return [(view.config.netuid, list(view.config.symbol.encode()))]
         if module == "Commitments":
@@ -273,7 +183,7 @@ class LocalSubstrate:
             return None
         if block_hash is not None:
             view = ChainView(view.config, int(block_hash[-16:], 16), view.neurons)
-        return _metagraph(view)
+        return metagraph(view)
 
     async def constant(self, module: str, name: str) -> Any:
         """Pallet constants: the block time."""
@@ -312,8 +222,17 @@ class LocalSubstrate:
         return {"ref_time": 0, "proof_size": 0}
 
     async def account_next_index(self, address: str) -> int:
-        """The account's nonce: how many extrinsics it has sent."""
-        return await asyncio.to_thread(self.chain.extrinsic_count, address)
+        """The next nonce to sign with: asked of the chain once, then counted up locally (as the SDK)."""
+        async with self._nonce_lock:
+            if address in self._nonces:
+                self._nonces[address] += 1
+            else:
+                self._nonces[address] = await asyncio.to_thread(self.chain.extrinsic_count, address)
+            return self._nonces[address]
+
+    def clear_nonce_cache_for_account(self, address: str) -> None:
+        """Forget the cached nonce: the next call asks the chain again."""
+        self._nonces.pop(address, None)
 
     async def mev_next_key(self) -> bytes | None:
         """No MEV shield on the local chain."""
@@ -337,9 +256,13 @@ class LocalSubstrate:
         }
         return json.dumps(body, sort_keys=True, default=lambda b: "0x" + bytes(b).hex()).encode()
 
-    async def dispatch(self, call: LocalCall, signer: str) -> Outcome:
-        """Apply a signed call to the chain file."""
-        return await asyncio.to_thread(self.chain.dispatch, signer, call.module, call.function, call.params)
+    async def dispatch(
+        self, call: LocalCall, signer: str, *, nonce: int, sealed: dict[str, Any] | None = None
+    ) -> Outcome:
+        """Apply a call signed at ``nonce`` to the chain file (``sealed``: a commit's plaintext)."""
+        return await asyncio.to_thread(
+            self.chain.dispatch, signer, call.module, call.function, call.params, nonce=nonce, sealed=sealed
+        )
 
     # Write paths the local chain does not model (they exist for hardware and multisig signers).
     async def find_extrinsic(self, extrinsic_hash: str, block_hash: str) -> Any:

@@ -16,8 +16,10 @@ from bittensor import http_auth
 
 from neurons.chain.chaintypes import AuthFailure, validator_admission
 from neurons.chain.client import BittensorChain, open_chain
+from neurons.chain.local.records import Outcome
 from neurons.chain.local.sdk import LocalSdkSubstrate
-from neurons.chain.local.state import LocalChain, read_extrinsics, read_weights
+from neurons.chain.local.state import LocalChain, read_commits, read_extrinsics, read_weights
+from neurons.chain.local.substrate import LocalCall
 from neurons.chain.signing import make_nonce_store, sign_request, verify_request
 from neurons.chain.wallets import load_wallet
 from neurons.errors import ChainUnavailable, LocalChainError
@@ -61,27 +63,28 @@ async def test_blocks_advance_with_wall_time(net: LocalNet) -> None:
 
 async def test_weight_rules_are_read_from_chain(make_net: Callable[..., LocalNet]) -> None:
     net = make_net(
-        tempo=30, weights_rate_limit=7, weights_version=3, min_allowed_weights=2, commit_reveal=True
+        tempo=30, weights_rate_limit=7, weights_version=3, min_allowed_weights=2, reveal_period_epochs=2
     )
 
     rules = await net.chain("validator").weight_rules()
 
     assert (rules.tempo, rules.weights_rate_limit, rules.weights_version) == (30, 7, 3)
     assert rules.min_allowed_weights == 2 and rules.max_weight_share == 1.0
-    assert rules.commit_reveal and rules.block_seconds == 12.0
+    assert rules.commit_reveal and rules.block_seconds == 12.0  # on by default, as on finney
+    assert rules.reveal_period_epochs == 2
 
 
 async def test_served_endpoint_appears_in_the_metagraph(net: LocalNet) -> None:
     miner = net.chain("miner1")
 
-    served = await miner.serve("127.0.0.1", 8091)
-    again = await miner.serve("127.0.0.1", 8091)
+    served = await miner.serve("203.0.113.7", 8091)
+    again = await miner.serve("203.0.113.7", 8091)
 
     assert served.success and served.block is not None
     assert again.success and again.message == "already served"
     assert len(read_extrinsics(net.path, call="SubtensorModule.serve_axon")) == 1
     neuron = (await miner.snapshot()).by_hotkey(net.hotkey("miner1"))
-    assert neuron is not None and neuron.endpoint == "http://127.0.0.1:8091"
+    assert neuron is not None and neuron.endpoint == "http://203.0.113.7:8091"
 
 
 async def test_serve_refuses_a_hostname_and_an_unregistered_hotkey(net: LocalNet) -> None:
@@ -92,10 +95,38 @@ async def test_serve_refuses_a_hostname_and_an_unregistered_hotkey(net: LocalNet
     assert not stranger.success and stranger.code == "not_registered"
 
 
+async def test_a_loopback_axon_is_refused_by_the_pool_unless_the_local_network_is_in_use(
+    make_net: Callable[..., LocalNet],
+) -> None:
+    refused = await make_net(loopback_axons=False).chain("miner1").serve("127.0.0.1", 8091)
+    on_one_host = make_net(loopback_axons=True)
+    served = await on_one_host.chain("miner1").serve("127.0.0.1", 8091)
+
+    assert not refused.success and refused.block is None and refused.code == "invalid_argument"
+    assert served.success
+    neuron = (await on_one_host.chain("miner1").snapshot()).by_hotkey(on_one_host.hotkey("miner1"))
+    assert neuron is not None and neuron.endpoint == "http://127.0.0.1:8091"
+
+
+async def test_serving_inside_the_rate_limit_never_reaches_a_block(make_net: Callable[..., LocalNet]) -> None:
+    net = make_net(serving_rate_limit=50)
+    miner = net.chain("miner1")
+    first = await miner.serve("203.0.113.7", 8091)
+
+    moved = await miner.serve("203.0.113.8", 8091)
+    net.clock.advance(12.0 * 50)
+    later = await miner.serve("203.0.113.8", 8091)
+
+    assert first.success and later.success, later.message
+    assert not moved.success and moved.code == "rate_limited" and moved.block is None
+    assert len(read_extrinsics(net.path)) == 2  # the refusal is in no block and took no nonce
+
+
 # ---------------------------------------------------------------------------- weights
 
 
-async def test_set_weights_lands_the_sdk_quantised_vector(net: LocalNet) -> None:
+async def test_set_weights_lands_the_sdk_quantised_vector(make_net: Callable[..., LocalNet]) -> None:
+    net = make_net(commit_reveal=False)
     weights = [0.2, 0.5, 0.3]
 
     submission = await net.chain("validator").set_weights([0, 2, 3], weights, version_key=0)
@@ -111,7 +142,7 @@ async def test_set_weights_lands_the_sdk_quantised_vector(net: LocalNet) -> None
 async def test_weights_above_max_weight_limit_are_clipped_by_the_sdk(
     make_net: Callable[..., LocalNet],
 ) -> None:
-    net = make_net(max_weights_limit=U16_MAX // 2)
+    net = make_net(max_weights_limit=U16_MAX // 2, commit_reveal=False)
 
     submission = await net.chain("validator").set_weights([0, 2, 3], [0.9, 0.05, 0.05], version_key=0)
 
@@ -124,7 +155,7 @@ async def test_weights_above_max_weight_limit_are_clipped_by_the_sdk(
 async def test_second_set_weights_inside_the_rate_limit_is_refused_not_raised(
     make_net: Callable[..., LocalNet],
 ) -> None:
-    net = make_net(weights_rate_limit=10)
+    net = make_net(weights_rate_limit=10, commit_reveal=False)
     chain = net.chain("validator")
     first = await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)
     net.clock.advance(12.0 * 9)
@@ -158,7 +189,10 @@ async def test_too_few_weights_are_refused(make_net: Callable[..., LocalNet]) ->
     assert read_weights(net.path) == {}
 
 
-async def test_weights_without_a_validator_permit_are_refused_on_chain(net: LocalNet) -> None:
+async def test_weights_without_a_validator_permit_are_refused_on_chain(
+    make_net: Callable[..., LocalNet],
+) -> None:
+    net = make_net(commit_reveal=False)
     submission = await net.chain("miner1").set_weights([2, 3], [0.5, 0.5], version_key=0)
 
     assert not submission.success and submission.code == "not_authorized"
@@ -167,7 +201,7 @@ async def test_weights_without_a_validator_permit_are_refused_on_chain(net: Loca
 
 
 async def test_version_key_is_passed_through_and_checked_on_chain(make_net: Callable[..., LocalNet]) -> None:
-    net = make_net(weights_version=5, weights_rate_limit=0)
+    net = make_net(weights_version=5, weights_rate_limit=0, commit_reveal=False)
     chain = net.chain("validator")
 
     old = await chain.set_weights([2, 3], [1.0, 1.0], version_key=4)
@@ -182,18 +216,27 @@ async def test_version_key_is_passed_through_and_checked_on_chain(make_net: Call
     ]
 
 
-async def test_commit_reveal_subnet_gets_a_timelocked_commit(make_net: Callable[..., LocalNet]) -> None:
-    net = make_net(commit_reveal=True)
+async def test_commit_reveal_subnet_gets_a_timelocked_commit_revealed_at_its_round(net: LocalNet) -> None:
+    chain = net.chain("validator")
 
-    submission = await net.chain("validator").set_weights([2, 3], [0.25, 0.75], version_key=0)
+    submission = await chain.set_weights([0, 2, 3], [0.2, 0.5, 0.3], version_key=0)
+    sealed = await chain.weights_on_chain()
+    net.clock.advance(12.0 * 2 * 21)  # two epochs of tempo 20: past the reveal round
+    opened = await chain.weights_on_chain()
 
-    assert submission.success, submission.message
-    assert isinstance(submission.reveal_round, int) and submission.reveal_round > 0
+    assert submission.success and submission.committed, submission.message
+    assert isinstance(submission.reveal_round, int) and submission.reveal_round > sealed.drand_round
     [record] = read_extrinsics(net.path)
     assert record.call == "SubtensorModule.commit_timelocked_mechanism_weights"
     assert record.params["reveal_round"] == submission.reveal_round
     assert len(record.params["commit"]) > 100  # the encrypted payload, not the plain vector
-    assert read_weights(net.path) == {}  # sealed until the drand round
+    assert sealed.weights == {} and sealed.pending_rounds == (submission.reveal_round,)
+    assert opened.drand_round >= submission.reveal_round and opened.pending_rounds == ()
+    # The revealed vector is the one a plain submission would have stored.
+    assert opened.weights == dict(zip([0, 2, 3], quantised([0.2, 0.5, 0.3]), strict=True))
+    [commit] = read_commits(net.path, clock=net.clock)
+    assert commit.status == "revealed" and commit.revealed_block is not None
+    assert commit.revealed_block > (submission.block or 0)
 
 
 async def test_malformed_weight_vectors_are_a_caller_bug(net: LocalNet) -> None:
@@ -243,9 +286,9 @@ class HungSubstrate(LocalSdkSubstrate):
 
 
 async def test_a_hung_node_times_out_with_a_typed_error(net: LocalNet) -> None:
-    client = bt.Client("local", substrate=HungSubstrate(LocalChain(net.path)))
+    substrate = HungSubstrate(LocalChain(net.path))
     chain = BittensorChain(
-        client, net.wallets["validator"], NETUID, read_timeout=0.2, write_timeout=0.2, connect=False
+        substrate, net.wallets["validator"], NETUID, read_timeout=0.2, write_timeout=0.2, connect=False
     )
 
     with pytest.raises(ChainUnavailable) as failure:
@@ -257,9 +300,42 @@ async def test_a_hung_node_times_out_with_a_typed_error(net: LocalNet) -> None:
     assert chain.errors == {"metagraph": 1, "set_weights": 1}
 
 
+class NeverIncludes(LocalSdkSubstrate):
+    """A node that takes the first extrinsic (its nonce is signed and cached) and never answers."""
+
+    hung = False
+
+    async def dispatch(
+        self, call: LocalCall, signer: str, *, nonce: int, sealed: dict[str, Any] | None = None
+    ) -> Outcome:
+        if not self.hung:
+            self.hung = True
+            await asyncio.Event().wait()
+        return await super().dispatch(call, signer, nonce=nonce, sealed=sealed)
+
+
+async def test_a_submit_cut_off_by_its_timeout_leaves_no_future_nonce(
+    make_net: Callable[..., LocalNet],
+) -> None:
+    net = make_net(commit_reveal=False, weights_rate_limit=0)
+    substrate = NeverIncludes(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, write_timeout=0.5, connect=False)
+
+    with pytest.raises(ChainUnavailable) as cut_off:
+        await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)
+    after = await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)
+
+    assert cut_off.value.kind == "timeout"
+    # The SDK's cache held the hung call's nonce; left there, this call would carry a future one.
+    assert after.success, after.message
+    assert [r.error for r in read_extrinsics(net.path)] == [None]
+
+
 async def test_an_unreachable_node_is_a_typed_error(net: LocalNet) -> None:
-    client = bt.Client("ws://127.0.0.1:9", fallback_endpoints=[], archive_endpoints=[])
-    chain = BittensorChain(client, net.wallets["validator"], NETUID, read_timeout=5.0)
+    substrate = bt.RpcSubstrate("ws://127.0.0.1:9", fallback_endpoints=[], archive_endpoints=[])
+    chain = BittensorChain(
+        substrate, net.wallets["validator"], NETUID, network="ws://127.0.0.1:9", read_timeout=5.0
+    )
 
     with pytest.raises(ChainUnavailable) as failure:
         await chain.block()
@@ -351,6 +427,8 @@ async def test_admission_refuses_unknown_unpermitted_and_poor_callers(net: Local
     assert verify(net, signed(net, "validator"), store, admit=admit) == net.hotkey("validator")
     poorer = validator_admission(await net.chain("miner1").snapshot(), min_stake=5000.0)
     assert reason_of(lambda: verify(net, signed(net, "validator"), store, admit=poorer)) == "low_stake"
+    # The owner sets weights without permit or stake on chain, so miners admit it the same way.
+    assert verify(net, signed(net, "owner"), store, admit=poorer) == net.hotkey("owner")
 
 
 def test_a_refused_caller_does_not_burn_its_nonce(net: LocalNet) -> None:

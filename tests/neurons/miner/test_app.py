@@ -25,10 +25,10 @@ from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.signing import make_nonce_store, verify_request
 from neurons.errors import ChainUnavailable
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
-from neurons.miner.app import MetagraphCache, create_miner_app
+from neurons.miner.app import create_miner_app
 from neurons.miner.settings import MinerAppConfig
 from neurons.protocol import HEADER_NONCE, TASKS_PATH, TaskRequest, TaskResponse, response_binding
-from tests.neurons.conftest import FakeClock, LocalNet
+from tests.neurons.conftest import LocalNet
 from tests.neurons.standins import ToolWorld, tool_agent
 
 TOOLS_URL = "http://tools.test"
@@ -81,6 +81,8 @@ def start_miner(net: LocalNet, tmp_path: Path, fixture_index: SearchIndex) -> Ca
     async def start(
         agent: Agent = tool_agent,
         metagraph: Callable[[], Awaitable[MetagraphSnapshot]] | None = None,
+        wrap: Callable[[Callable[[], Awaitable[MetagraphSnapshot]]], Awaitable[MetagraphSnapshot]]
+        | None = None,
         **config: Any,
     ) -> AsyncIterator[Rig]:
         chain = net.chain("miner1")
@@ -89,7 +91,8 @@ def start_miner(net: LocalNet, tmp_path: Path, fixture_index: SearchIndex) -> Ca
 
         async def counted() -> MetagraphSnapshot:
             rig_fetches.append(1)
-            return await (metagraph or chain.snapshot)()
+            read = metagraph or chain.snapshot
+            return await (wrap(read) if wrap is not None else read())
 
         app: FastAPI = create_miner_app(
             wallet=net.wallets["miner1"],
@@ -220,59 +223,62 @@ async def test_validator_below_the_minimum_stake_is_refused(start_miner: Any) ->
 # ---------------------------------------------------------------------------- the metagraph
 
 
-async def test_metagraph_snapshot_is_reused_within_its_ttl(start_miner: Any) -> None:
+async def test_metagraph_is_read_in_the_background_not_per_request(start_miner: Any) -> None:
     async with start_miner(metagraph_ttl=60.0) as rig:
         statuses = [(await rig.ask()).status_code for _ in range(3)]
     assert statuses == [200, 200, 200]
-    assert len(rig.fetches) == 1
+    assert len(rig.fetches) == 1  # the read before serving; the next is due in 60 s
 
 
-async def test_metagraph_is_read_per_request_without_ttl(start_miner: Any) -> None:
-    async with start_miner(metagraph_ttl=0.0) as rig:
-        for _ in range(2):
-            await rig.ask()
-    assert len(rig.fetches) == 2
+async def test_a_slow_metagraph_read_never_delays_a_request_into_stale(start_miner: Any) -> None:
+    # The red team's case: a cache expiry or a slow RPC during a request. Reads after the first
+    # take 30 s (the chain read timeout), three times a signed request's 10 s freshness window.
+    reads: list[int] = []
+    first = asyncio.Event()
+
+    async def slow(chain_snapshot: Callable[[], Awaitable[MetagraphSnapshot]]) -> MetagraphSnapshot:
+        reads.append(1)
+        if len(reads) > 1:
+            await asyncio.sleep(30.0)
+        first.set()
+        return await chain_snapshot()
+
+    async with start_miner(metagraph=None, metagraph_ttl=0.05, wrap=slow) as rig:
+        await first.wait()
+        await asyncio.sleep(0.2)  # the refresher is now inside a 30 s read
+        answer = await rig.ask(nonce_ns=time.time_ns() - 5 * 10**9)  # 5 s old: fresh for 5 s more
+
+    assert answer.status_code == 200, answer.text
+    assert len(reads) == 2
 
 
 async def test_no_metagraph_means_service_unavailable(start_miner: Any) -> None:
     async def down() -> MetagraphSnapshot:
         raise ChainUnavailable("metagraph", "timeout", "no answer")
 
+    before = auth_failures("metagraph_unavailable")
     async with start_miner(metagraph=down) as rig:
         answer = await rig.ask()
     assert answer.status_code == 503 and answer.json()["reason"] == "metagraph_unavailable"
+    assert auth_failures("metagraph_unavailable") == before + 1
 
 
-async def test_metagraph_cache_keeps_the_last_snapshot_when_a_refresh_fails(net: LocalNet) -> None:
-    clock = FakeClock()
-    snapshot = await net.chain("miner1").snapshot()
-    answers: list[MetagraphSnapshot | Exception] = [snapshot, ChainUnavailable("metagraph", "timeout", "x")]
+async def test_an_expired_metagraph_is_refused_as_expired_not_stale(start_miner: Any) -> None:
+    calls: list[int] = []
 
-    async def fetch() -> MetagraphSnapshot:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
+    async def once_then_down(chain_snapshot: Callable[[], Awaitable[MetagraphSnapshot]]) -> MetagraphSnapshot:
+        calls.append(1)
+        if len(calls) > 1:
+            raise ChainUnavailable("metagraph", "timeout", "no answer")
+        return await chain_snapshot()
 
-    cache = MetagraphCache(fetch, ttl=30.0, clock=clock)
-    assert await cache.get() is snapshot
-    clock.advance(31.0)
-    assert await cache.get() is snapshot  # refresh failed: the previous snapshot is kept
-    assert not answers
+    async with start_miner(metagraph_ttl=0.05, metagraph_max_age=0.2, wrap=once_then_down) as rig:
+        ok = await rig.ask()
+        await asyncio.sleep(0.4)
+        expired = await rig.ask()
 
-
-async def test_a_newly_registered_validator_is_admitted_after_the_ttl(net: LocalNet) -> None:
-    clock = FakeClock()
-    chain = net.chain("miner1")
-    cache = MetagraphCache(chain.snapshot, ttl=30.0, clock=clock)
-    before = await cache.get()
-    from neurons.chain.wallets import register_wallet
-
-    register_wallet(net.path, net.wallets["stranger"], stake=100.0, validator_permit=True)
-    assert (await cache.get()).by_hotkey(net.hotkey("stranger")) is None
-    clock.advance(30.0)
-    assert (await cache.get()).by_hotkey(net.hotkey("stranger")) is not None
-    assert before.by_hotkey(net.hotkey("stranger")) is None
+    assert ok.status_code == 200
+    assert expired.status_code == 503 and expired.json()["reason"] == "metagraph_expired"
 
 
 # ---------------------------------------------------------------------------- bad requests
@@ -404,5 +410,6 @@ async def test_health_and_metrics(start_miner: Any) -> None:
         await rig.ask()
         health = (await rig.http.get("/health")).json()
         exposition = (await rig.http.get("/metrics")).text
+    assert health.pop("metagraph_age_seconds") >= 0
     assert health == {"status": "ok", "hotkey": rig.net.hotkey("miner1"), "protocol_version": 1}
     assert 'arena_miner_tasks_total{result="completed"}' in exposition

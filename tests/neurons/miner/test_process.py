@@ -101,3 +101,26 @@ def test_main_exits_2_on_an_unknown_agent(
     with pytest.raises(SystemExit) as stopped:
         miner_process.main(overrides.revealed())
     assert stopped.value.code == 2
+
+
+@pytest.mark.parametrize(
+    ("network", "ip", "warned"),
+    [
+        ("finney", "10.0.0.5", True),
+        ("test", "127.0.0.1", True),
+        ("finney", "8.8.8.8", False),
+        ("local", "127.0.0.1", False),
+    ],
+)
+def test_a_non_global_advertised_ip_is_warned_about_on_finney_and_test(
+    network: str, ip: str, warned: bool
+) -> None:
+    settings = MinerSettings(
+        _env_file=None, network=network, netuid=1, external_ip=ip, local_chain=Path("c.db")
+    )  # type: ignore[call-arg]
+
+    warning = miner_process.unreachable_ip_warning(settings)
+
+    assert (warning is not None) == warned
+    if warning is not None:
+        assert f"validators on {network} will not query this miner" in warning

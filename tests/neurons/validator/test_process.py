@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import stat
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,10 @@ from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
-from neurons.chain.local.state import read_weights
+from neurons.chain.local.state import read_commits
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.app import MeteredToolLog, create_validator_app
-from neurons.validator.process import curation_exporter, serve
+from neurons.validator.process import curation_exporter, open_validator, serve
 from neurons.validator.settings import ValidatorSettings
 from neurons.validator.startup import StartupError, derive, load_secret, open_database, open_search_index
 from storage import repository
@@ -130,9 +132,11 @@ async def test_serve_once_runs_rotation_a_round_and_weights_in_one_process(
     assert report["round"]["round_id"] == 0 and report["round"]["stored"] == 4
     assert report["round"]["ends"] == {"completed": 2, "miner_error": 2}
     assert report["weights"]["result"] == "submitted" and report["weights"]["success"] is True
+    assert report["weights"]["reveal_round"] is not None  # commit-reveal is on, as on finney
     assert exported and exported[0][1] == tmp_path / "validator" / "exports"
-    weights = read_weights(net.path)[1]
-    assert 3 not in weights  # the failing miner earns nothing
+    [commit] = read_commits(net.path)
+    assert commit.status == "pending" and commit.plaintext is not None
+    assert 3 not in commit.plaintext["dests"]  # the failing miner earns nothing
     engine = make_engine(config.database_url())
     with make_sessionmaker(engine)() as session:
         assert repository.count_judged(session) == 4
@@ -169,3 +173,49 @@ def test_the_curation_exporter_writes_the_export_and_names_the_database_without_
         assert (out / name).is_file()
     card = (out / "README.md").read_text()
     assert "db.example" in card and "hunter2-secret" not in card
+
+
+def local_settings(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path, **values: Any
+) -> ValidatorSettings:
+    return ValidatorSettings(
+        network="local",
+        local_chain=net.path,
+        netuid=NETUID,
+        wallet_name="validator",
+        wallet_path=net.wallets_dir,
+        host="127.0.0.1",
+        data_dir=tmp_path / "validator",
+        catalog=fixture_catalog_path,
+        **values,
+    )
+
+
+async def test_a_weight_limit_below_the_maximum_is_warned_about_at_start(
+    make_net: Callable[..., LocalNet],
+    tmp_path: Path,
+    fixture_catalog_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    net = make_net(max_weights_limit=6553)  # 10%
+    validator = open_validator(
+        local_settings(net, tmp_path, fixture_catalog_path, policy={"burn_share": 0.5})
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="neurons.validator.process"):
+            warning = await validator.warn_weight_limit()
+    finally:
+        await validator.aclose()
+
+    assert warning is not None and "burn share 50% is cut to 10.00%" in warning
+    assert "weight_limit max_weight_share=0.1000" in caplog.text
+
+
+async def test_on_the_local_network_rounds_query_any_miner_address(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path))
+    try:
+        assert validator.endpoint_policy().any_address  # the local network: every process on one host
+    finally:
+        await validator.aclose()

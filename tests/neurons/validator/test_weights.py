@@ -1,19 +1,24 @@
-"""The weights pass on the local chain: ordering, burn, hotkey keying, cadence, refusals, records, metrics."""
+"""The weights pass on the local chain: ordering, burn, hotkey keying, cadence, refusals, records, metrics,
+the chain's weight limit, and commit-reveal (commit, reveal at its round, verification, a missing reveal)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from bittensor import timelock
 from prometheus_client import REGISTRY
 from sqlalchemy.orm import Session, sessionmaker
 
 from judging.scores import ScorePolicy
 from judging.types import Judgment, OutcomeScores, Versions
-from neurons.chain.local.state import read_weights
-from neurons.validator.weights import plan_weights, weights_pass
+from neurons.chain.chaintypes import WeightRules
+from neurons.chain.local.state import read_commits, read_extrinsics, read_weights
+from neurons.chain.wallets import register_wallet
+from neurons.validator.weights import cap_shares, plan_weights, weight_limit_warning, weights_pass
 from storage import repository
 from storage.records import EpisodeRecord
 from tests.neurons.conftest import LocalNet
@@ -65,8 +70,9 @@ def gauge(name: str, **labels: str) -> float | None:
 
 
 async def test_weights_land_on_chain_in_score_order_with_the_burn_to_the_owner(
-    net: LocalNet, sessions: sessionmaker[Session]
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
 ) -> None:
+    net = make_net(commit_reveal=False)
     store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
     chain = net.chain("validator")
     outcome = await weights_pass(chain, sessions, POLICY)
@@ -115,7 +121,10 @@ async def test_cadence_rate_limit_then_tempo(net: LocalNet, sessions: sessionmak
         assert len(repository.weight_history(session)) == 3
 
 
-async def test_a_refusal_is_recorded_and_counted(net: LocalNet, sessions: sessionmaker[Session]) -> None:
+async def test_a_refusal_is_recorded_and_counted(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    net = make_net(commit_reveal=False)
     store_scores(sessions, {net.hotkey("miner1"): [0.8] * 4})
     labels = {"result": "not_authorized"}
     before = REGISTRY.get_sample_value("arena_weight_submissions_total", labels) or 0.0
@@ -140,3 +149,154 @@ async def test_an_outdated_version_key_is_not_submitted(
     assert outcome.result == "outdated_version" and outcome.submission is None
     assert read_weights(net.path) == {}
     assert "weights_skipped reason=outdated_version" in caplog.text
+
+
+# ---------------------------------------------------------------------------- commit-reveal
+
+
+def counter(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+    chain = net.chain("validator")
+    revealed_before = counter("arena_weight_reveals_total", result="revealed")
+
+    committed = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 6)  # past the rate limit, before the reveal round
+    early = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 2 * 21)  # past the reveal round (two epochs of tempo 20)
+    verified = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
+
+    submission = committed.submission
+    assert committed.result == "submitted" and submission is not None and submission.committed
+    [extrinsic] = read_extrinsics(net.path)
+    assert extrinsic.call == "SubtensorModule.commit_timelocked_mechanism_weights"
+    assert early.result == "not_due" and early.reveal is not None and early.reveal.status == "pending"
+    assert verified.reveal is not None and verified.reveal.status == "revealed"
+    # The chain opened the commit in its reveal epoch (the next one: reveal period 1, tempo 20),
+    # at the first block of it made after the commit's drand round was published.
+    [commit] = read_commits(net.path, clock=net.clock)
+    published = timelock.reveal_time(submission.reveal_round or 0).timestamp()
+    assert commit.reveal_at == pytest.approx(published, abs=5.0)  # the fake clock started at real time
+    config = chain_config(net)
+    opened = commit.revealed_block
+    assert commit.status == "revealed" and opened is not None
+    epoch_start = ((submission.block or 0) // 21 + 1) * 21
+    assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + 21
+    assert config.block_time(opened) >= commit.reveal_at
+    on_chain = read_weights(net.path, clock=net.clock)[1]
+    assert on_chain[2] > on_chain[3] > 0 and on_chain[0] > 0
+    with sessions() as session:
+        [record] = repository.weight_history(session)
+        assert record.reveal_round == submission.reveal_round
+        assert (record.reveal_status, record.reveal_block) == ("revealed", verified.reveal.block)
+    assert counter("arena_weight_reveals_total", result="revealed") == revealed_before + 1
+    assert gauge("arena_weights_last_success_block") == verified.reveal.block
+
+
+async def test_a_missing_reveal_is_counted_logged_and_resubmitted(
+    net: LocalNet, sessions: sessionmaker[Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    chain = net.chain("validator")
+    missing_before = counter("arena_weight_reveals_total", result="missing")
+    first = await weights_pass(chain, sessions, POLICY)
+    # The permit is lost after the commit: the chain's reveal fails, silently.
+    register_wallet(net.path, net.wallets["validator"], stake=1000.0, validator_permit=False)
+    net.clock.advance(12 * 2 * 21)
+
+    with caplog.at_level(logging.ERROR, logger="neurons.validator.reveals"):
+        again = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
+
+    assert first.submission is not None and first.submission.committed
+    assert again.reveal is not None and again.reveal.status == "missing"
+    assert "weights_reveal_missing" in caplog.text
+    assert counter("arena_weight_reveals_total", result="missing") == missing_before + 1
+    # Resubmitted at once although min_blocks says not due; the new commit is the one pending now.
+    assert again.result == "submitted" and again.submission is not None and again.submission.committed
+    assert [(c.status, c.error) for c in read_commits(net.path, clock=net.clock)] == [
+        ("failed", "NeuronNoValidatorPermit"),
+        ("pending", None),
+    ]
+    assert read_weights(net.path, clock=net.clock) == {}
+    with sessions() as session:
+        assert [w.reveal_status for w in repository.weight_history(session)] == ["pending", "missing"]
+        assert repository.last_successful_weights(session, landed=True) is None
+
+
+def chain_config(net: LocalNet) -> Any:
+    from neurons.chain.local.state import LocalChain
+
+    return LocalChain(net.path, clock=net.clock).config
+
+
+# ---------------------------------------------------------------------------- MaxWeightsLimit
+
+
+def rules(max_share: float) -> WeightRules:
+    return WeightRules(
+        tempo=20,
+        weights_rate_limit=5,
+        weights_version=0,
+        min_allowed_weights=1,
+        max_weight_share=max_share,
+        commit_reveal=True,
+        block_seconds=12.0,
+    )
+
+
+def test_shares_over_the_chain_limit_are_capped_and_the_excess_spread_pro_rata() -> None:
+    # 10 miners splitting half the emission by score, and a 50% burn (the red team's case).
+    miners = tuple(0.5 * (i + 1) / 55 for i in range(10))
+    capped = cap_shares((0.5, *miners), 0.2)
+
+    assert capped is not None and sum(capped) == pytest.approx(1.0)
+    assert capped[0] == pytest.approx(0.2)  # the burn is held at the limit...
+    assert list(capped[1:]) == sorted(capped[1:]) and capped[1] < capped[-1]  # ...miners keep their order
+    assert max(capped) <= 0.2 + 1e-12
+    assert cap_shares((0.5, 0.5), 1.0) == (0.5, 0.5)
+    assert cap_shares((0.9, 0.1), 0.3) is None  # two uids cannot each stay under 30%
+
+
+async def test_a_weight_limit_below_the_maximum_is_honoured_not_left_to_the_sdk(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    net = make_net(commit_reveal=False, max_weights_limit=65535 * 45 // 100)  # 45%
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+    policy = ScorePolicy(window=16, burn_share=0.5)
+
+    outcome = await weights_pass(net.chain("validator"), sessions, policy)
+
+    assert outcome.submission is not None and outcome.submission.success, outcome.submission
+    weights = dict(zip(outcome.submission.uids, outcome.submission.weights, strict=True))
+    assert weights[0] == pytest.approx(0.45, abs=1e-3) and weights[2] > weights[3]
+    on_chain = read_weights(net.path)[1]
+    total = sum(on_chain.values())
+    # What landed is what was recorded: the SDK had nothing left to clip.
+    assert {uid: v / total for uid, v in on_chain.items()} == pytest.approx(weights, abs=1e-4)
+
+
+async def test_a_limit_no_vector_can_meet_is_refused_not_flattened(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    net = make_net(commit_reveal=False, max_weights_limit=65535 // 4)  # 25%: needs 4 uids, we have 3
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+
+    with caplog.at_level(logging.ERROR, logger="neurons.validator.weights"):
+        outcome = await weights_pass(net.chain("validator"), sessions, POLICY)
+
+    assert outcome.result == "weight_limit" and outcome.submission is None
+    assert "weights_skipped reason=weight_limit" in caplog.text
+    assert read_extrinsics(net.path) == []
+
+
+def test_the_start_up_warning_says_what_the_limit_does_to_the_policy() -> None:
+    assert weight_limit_warning(rules(1.0), POLICY) is None
+    warning = weight_limit_warning(rules(0.1), ScorePolicy(burn_share=0.5))
+    assert warning is not None
+    assert "caps every uid at 10.00%" in warning and "at least 10 uids" in warning
+    assert "burn share 50% is cut to 10.00%" in warning

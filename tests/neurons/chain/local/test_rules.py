@@ -1,4 +1,4 @@
-"""The local chain's pallet rules, called directly (the SDK's pre-flight would hide most of them)."""
+"""The local chain's pool and pallet rules, called directly (the SDK's pre-flight would hide most of them)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ from typing import Any
 import pytest
 
 from neurons.chain.local.records import ChainView, LocalChainConfig, NeuronRow
-from neurons.chain.local.rules import Refused, apply_call
+from neurons.chain.local.rules import Refused, apply_call, reveal_weights
 
 CONFIG = LocalChainConfig(
-    netuid=4, owner_hotkey="o", owner_coldkey="oc", genesis_time=0.0, weights_rate_limit=10
+    netuid=4,
+    owner_hotkey="o",
+    owner_coldkey="oc",
+    genesis_time=0.0,
+    weights_rate_limit=10,
+    commit_reveal=False,
 )
 NEURONS = (
     NeuronRow(0, "o", "oc", 0, False, 1),
@@ -25,14 +30,19 @@ def weights(dests: list[int], values: list[int], **extra: Any) -> dict[str, Any]
     return {"netuid": 4, "mecid": 0, "dests": dests, "weights": values, "version_key": 0, **extra}
 
 
-def refusal(view: ChainView, signer: str, function: str, params: dict[str, Any]) -> str:
-    with pytest.raises(Refused) as refused:
+def refused(view: ChainView, signer: str, function: str, params: dict[str, Any]) -> Refused:
+    with pytest.raises(Refused) as refusal:
         apply_call(view, signer, "SubtensorModule", function, params)
-    return refused.value.name
+    return refusal.value
 
 
-def test_weights_inside_the_rate_limit_are_refused_then_accepted() -> None:
-    assert refusal(VIEW, "v", "set_mechanism_weights", weights([2], [1])) == "SettingWeightsTooFast"
+def refusal(view: ChainView, signer: str, function: str, params: dict[str, Any]) -> str:
+    return refused(view, signer, function, params).name
+
+
+def test_weights_inside_the_rate_limit_are_refused_by_the_pool_then_accepted() -> None:
+    limited = refused(VIEW, "v", "set_mechanism_weights", weights([2], [1]))
+    assert (limited.name, limited.at) == ("RateLimitExceeded", "pool")  # never reaches a block
 
     change = apply_call(
         replace(VIEW, block=105), "v", "SubtensorModule", "set_mechanism_weights", weights([0, 2], [1, 3])
@@ -76,7 +86,8 @@ def test_without_a_permit_only_a_self_weight_is_allowed() -> None:
 def test_stake_and_version_requirements() -> None:
     view = ChainView(replace(CONFIG, min_stake=2000.0, weights_version=3), 200, NEURONS)
 
-    assert refusal(view, "v", "set_mechanism_weights", weights([2], [1])) == "NotEnoughStakeToSetWeights"
+    poor = refused(view, "v", "set_mechanism_weights", weights([2], [1]))
+    assert (poor.name, poor.at) == ("StakeAmountTooLow", "pool")
     rich = ChainView(replace(CONFIG, weights_version=3), 200, NEURONS)
     assert (
         refusal(rich, "v", "set_mechanism_weights", weights([2], [1], version_key=2))
@@ -90,22 +101,76 @@ def test_commits_and_plain_weights_follow_the_subnet_mode() -> None:
 
     assert refusal(VIEW, "v", "commit_timelocked_mechanism_weights", commit) == "CommitRevealDisabled"
     assert refusal(revealing, "v", "set_mechanism_weights", weights([2], [1])) == "CommitRevealEnabled"
+    old = {**commit, "commit_reveal_version": 3}
+    assert (
+        refusal(revealing, "v", "commit_timelocked_mechanism_weights", old) == "IncorrectCommitRevealVersion"
+    )
     change = apply_call(revealing, "v", "SubtensorModule", "commit_timelocked_mechanism_weights", commit)
-    assert change.weights is None and change.last_update == 200
+    assert change.weights is None and change.last_update == 200 and change.reveal_round == 9
 
 
-def test_serving_checks_address_port_and_rate() -> None:
-    axon = {"netuid": 4, "version": 1, "ip": 167772165, "port": 8091, "ip_type": 4, "protocol": 4}
+def test_the_local_chain_defaults_to_commit_reveal_as_finney_does() -> None:
+    assert LocalChainConfig(netuid=1, owner_hotkey="o", owner_coldkey="oc", genesis_time=0.0).commit_reveal
+
+
+def test_a_reveal_applies_set_weights_rules_but_neither_the_rate_limit_nor_last_update() -> None:
+    revealing = ChainView(replace(CONFIG, commit_reveal=True), 96, NEURONS)  # 1 block after v's commit
+    plain = {"dests": [0, 2], "weights": [1, 3], "version_key": 0}
+
+    change = reveal_weights(revealing, "v", plain)
+
+    assert change.weights == ((0, round(65535 / 3)), (2, 65535)) and change.last_update is None
+    no_permit = ChainView(
+        revealing.config, 96, (NEURONS[0], replace(NEURONS[1], validator_permit=False), NEURONS[2])
+    )
+    with pytest.raises(Refused, match="NeuronNoValidatorPermit"):
+        reveal_weights(no_permit, "v", plain)
+    newer = ChainView(replace(revealing.config, weights_version=1), 96, NEURONS)
+    with pytest.raises(Refused, match="IncorrectWeightVersionKey"):
+        reveal_weights(newer, "v", plain)
+
+
+def test_the_owner_sets_weights_without_stake_or_permit() -> None:
+    strict = ChainView(replace(CONFIG, min_stake=1.0), 200, NEURONS)  # the owner (uid 0) holds neither
+
+    change = apply_call(strict, "o", "SubtensorModule", "set_mechanism_weights", weights([1, 2], [1, 1]))
+
+    assert change.weights == ((1, 65535), (2, 65535))
+    assert refusal(strict, "m", "set_mechanism_weights", weights([2], [1])) == "StakeAmountTooLow"
+
+
+AXON = {"netuid": 4, "version": 1, "ip": 167772165, "port": 8091, "ip_type": 4, "protocol": 4}
+
+
+def test_serving_is_checked_by_the_pool_address_port_and_rate() -> None:
     limited = ChainView(
         replace(CONFIG, serving_rate_limit=50), 200, (*NEURONS[:2], replace(NEURONS[2], axon_block=180))
     )
-
-    assert refusal(VIEW, "m", "serve_axon", {**axon, "ip": 0}) == "InvalidIpAddress"
-    assert refusal(VIEW, "m", "serve_axon", {**axon, "port": 0}) == "InvalidPort"
-    assert refusal(limited, "m", "serve_axon", axon) == "ServingRateLimitExceeded"
-    assert refusal(VIEW, "x", "serve_axon", axon) == "HotKeyNotRegisteredInSubNet"
-    change = apply_call(VIEW, "m", "SubtensorModule", "serve_axon", axon)
+    cases = [
+        (VIEW, "m", {**AXON, "port": 0}, "InvalidPort"),
+        (VIEW, "m", {**AXON, "ip": 2**32 - 1}, "InvalidIpAddress"),
+        (VIEW, "m", {**AXON, "ip_type": 5}, "BadRequest"),
+        (limited, "m", AXON, "ServingRateLimitExceeded"),
+        (VIEW, "x", AXON, "HotKeyNotRegisteredInNetwork"),
+    ]
+    for view, signer, params, name in cases:
+        refusal_ = refused(view, signer, "serve_axon", params)
+        assert (refusal_.name, refusal_.at) == (name, "pool"), params
+    change = apply_call(VIEW, "m", "SubtensorModule", "serve_axon", AXON)
     assert change.axon is not None and change.axon["axon_port"] == 8091 and change.axon["axon_block"] == 100
+    unset = apply_call(VIEW, "m", "SubtensorModule", "serve_axon", {**AXON, "ip": 0})  # as subtensor
+    assert unset.axon is not None and unset.axon["axon_ip"] == 0
+
+
+def test_loopback_axons_are_refused_as_subtensor_does_unless_the_local_network_is_in_use() -> None:
+    loopback_v4 = {**AXON, "ip": 0x7F000001}
+    loopback_v6 = {**AXON, "ip": 1, "ip_type": 6}
+    in_use = ChainView(replace(CONFIG, loopback_axons=True), 100, NEURONS)
+
+    assert refusal(VIEW, "m", "serve_axon", loopback_v4) == "InvalidIpAddress"
+    assert refusal(VIEW, "m", "serve_axon", loopback_v6) == "InvalidIpAddress"
+    assert apply_call(in_use, "m", "SubtensorModule", "serve_axon", loopback_v4).axon is not None
+    assert apply_call(in_use, "m", "SubtensorModule", "serve_axon", loopback_v6).axon is not None
 
 
 def test_calls_the_chain_does_not_model_are_filtered() -> None:

@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from neurons.chain.local.state import LocalChain, create_local_chain, read_extrinsics, read_weights, register
+from neurons.chain.local.state import (
+    LocalChain,
+    create_local_chain,
+    read_commits,
+    read_extrinsics,
+    read_weights,
+    register,
+)
 from neurons.errors import LocalChainError
 
 
@@ -84,7 +91,7 @@ def test_creation_refuses_to_clobber_and_unknown_settings(tmp_path: Path) -> Non
 
 
 def test_dispatch_logs_accepted_and_refused_calls(tmp_path: Path) -> None:
-    chain = make(tmp_path / "c.db", Clock(), weights_rate_limit=0)
+    chain = make(tmp_path / "c.db", Clock(), weights_rate_limit=0, commit_reveal=False)
     register(chain.path, "v", "cv", validator_permit=True)
     register(chain.path, "m", "cm")
     call = {"netuid": 3, "mecid": 0, "dests": [2], "weights": [100], "version_key": 0}
@@ -100,6 +107,96 @@ def test_dispatch_logs_accepted_and_refused_calls(tmp_path: Path) -> None:
         ("nobody", "HotKeyNotRegisteredInSubNet"),
     ]
     assert chain.extrinsic_count("v") == 1
+
+
+def test_the_pool_refuses_without_a_block_and_checks_the_nonce(tmp_path: Path) -> None:
+    chain = make(tmp_path / "c.db", Clock(), weights_rate_limit=0, commit_reveal=False, min_stake=5.0)
+    register(chain.path, "v", "cv", stake=10.0, validator_permit=True)
+    register(chain.path, "m", "cm")
+    call = {"netuid": 3, "mecid": 0, "dests": [2], "weights": [100], "version_key": 0}
+
+    poor = chain.dispatch("m", "SubtensorModule", "set_mechanism_weights", call, nonce=0)
+    future = chain.dispatch("v", "SubtensorModule", "set_mechanism_weights", call, nonce=1)
+    first = chain.dispatch("v", "SubtensorModule", "set_mechanism_weights", call, nonce=0)
+    stale = chain.dispatch("v", "SubtensorModule", "set_mechanism_weights", call, nonce=0)
+
+    assert (poor.error, poor.included) == ("StakeAmountTooLow", False)
+    assert (future.error, future.included) == ("Future", False)
+    assert first.success and first.included
+    assert (stale.error, stale.included) == ("Stale", False)
+    assert [(r.signer, r.error) for r in read_extrinsics(chain.path)] == [("v", None)]  # only what got in
+    assert (chain.extrinsic_count("v"), chain.extrinsic_count("m")) == (1, 0)
+
+
+COMMIT = {"netuid": 3, "mecid": 0, "commit": b"sealed", "reveal_round": 77, "commit_reveal_version": 4}
+
+
+def test_a_commit_opens_in_its_reveal_epoch_at_the_first_block_after_its_round(tmp_path: Path) -> None:
+    clock = Clock()
+    # Epochs of 6 blocks: the commit (block 1, epoch 0) opens in epoch 1, blocks 6 to 11.
+    chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5)
+    register(chain.path, "v", "cv", validator_permit=True)
+    register(chain.path, "m", "cm")
+    plain = {"dests": [0, 2], "weights": [32768, 65535], "version_key": 0}
+    sealed = {"reveal_at": clock.now + 100.0, "plaintext": plain}
+
+    outcome = chain.dispatch(
+        "v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed
+    )
+    clock.now += 95.0
+    before = read_weights(chain.path, clock=clock)
+    [pending] = chain.pending_commits()
+    clock.now += 10.0  # +105 s: block 9, made at +96 s, before the round
+    inside = read_weights(chain.path, clock=clock)
+    clock.now += 3.0  # +108 s: block 10, the first made after the round
+
+    assert outcome.success and before == inside == {} and pending.reveal_round == 77
+    assert read_weights(chain.path, clock=clock) == {1: {0: 32768, 2: 65535}}
+    [commit] = read_commits(chain.path, clock=clock)
+    assert commit.status == "revealed" and commit.revealed_block == 10  # block 10 is made at +108 s
+    assert chain.view().neurons[1].last_update == outcome.block  # the commit's block, not the reveal's
+
+
+def test_a_failed_reveal_is_silent_on_chain(tmp_path: Path) -> None:
+    clock = Clock()
+    chain = make(tmp_path / "c.db", clock)
+    register(chain.path, "v", "cv", validator_permit=True)
+    sealed = {"reveal_at": clock.now + 5.0, "plaintext": {"dests": [0], "weights": [1], "version_key": 0}}
+    chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
+    register(chain.path, "v", "cv", validator_permit=False)  # the permit is lost before the reveal
+    clock.now += 25.0  # block 26: in the reveal epoch (blocks 21 to 41), the round long published
+
+    assert read_weights(chain.path, clock=clock) == {}
+    [commit] = read_commits(chain.path, clock=clock)
+    assert (commit.status, commit.error) == ("failed", "NeuronNoValidatorPermit")
+    assert [r.call for r in read_extrinsics(chain.path)] == [
+        "SubtensorModule.commit_timelocked_mechanism_weights"
+    ]
+    assert chain.pending_commits() == []
+
+
+def test_a_round_published_before_the_reveal_epoch_waits_for_it_and_one_after_it_expires(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5, weights_rate_limit=0)
+    register(chain.path, "v", "cv", validator_permit=True)
+    plain = {"dests": [0], "weights": [1], "version_key": 0}
+    early = {"reveal_at": clock.now + 10.0, "plaintext": plain}  # before epoch 1 starts (block 6)
+    late = {"reveal_at": clock.now + 200.0, "plaintext": plain}  # after epoch 1 ends (block 11)
+    for sealed in (early, late):
+        chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
+
+    clock.now += 59.0  # block 5
+    waiting = [c.status for c in read_commits(chain.path, clock=clock)]
+    clock.now += 100.0  # block 14
+    settled = read_commits(chain.path, clock=clock)
+
+    assert waiting == ["pending", "pending"]
+    assert [(c.status, c.revealed_block, c.error) for c in settled] == [
+        ("revealed", 6, None),
+        ("expired", None, "NoDrandPulse"),
+    ]
 
 
 def test_a_missing_file_is_never_created(tmp_path: Path) -> None:
