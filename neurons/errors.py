@@ -18,6 +18,7 @@ NeuronError
 ├── StartupError       validator/startup.py: the validator cannot start with these settings
 ├── TaskAuditFailed    validator/taskpool.py: new tasks would leak across pools; none stored
 ├── AgentError         miner/agents/contract.py: an agent spec cannot be loaded or built
+├── MetagraphUnusable  miner/metagraph.py: no metagraph snapshot young enough to admit callers
 ├── SelectionError     evaluation/selection.py: eval tasks or a manifest cannot be used
 ├── RunMismatch        evaluation/settings.py: a run directory holds samples of other settings
 ├── ModelUnavailable   evaluation/runner.py: the evaluated model's server is down or misnamed

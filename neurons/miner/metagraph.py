@@ -18,7 +18,7 @@ from typing import Literal
 
 from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot
-from neurons.errors import ChainUnavailable
+from neurons.errors import ChainUnavailable, NeuronError
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ MIN_REFRESH_SECONDS = 0.05  # the refresher's floor, whatever the settings say
 MetagraphUnusableReason = Literal["metagraph_unavailable", "metagraph_expired"]
 
 
-class MetagraphUnusable(Exception):
+class MetagraphUnusable(NeuronError):
     """No snapshot to admit callers with: none read yet, or the last good one is too old."""
 
     def __init__(self, reason: MetagraphUnusableReason, detail: str) -> None:
