@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from arena.arguments import ArgumentError, parse_arguments
+
 Intent = Literal["product", "shop", "voucher", "knowledge"]
 Service = Literal["official", "freeShipping", "COD", "flashsale"]
 SERVICES: tuple[Service, ...] = ("official", "freeShipping", "COD", "flashsale")
@@ -250,10 +252,36 @@ def task_content_id(task: Task) -> str:
 
 
 class FunctionCall(Frozen):
-    """The function part of an OpenAI tool call; ``arguments`` is a JSON string as the model wrote it."""
+    """The function part of an OpenAI tool call; ``arguments`` is a JSON string as the model wrote it.
+
+    ``parsed`` is that string read by :func:`arena.arguments.parse_arguments` (the tool server's
+    own parser), decoded on first use and then kept with the call, so every reader (each check,
+    curation) gets the same object or the same error and nobody decodes the JSON again.
+    """
 
     name: str
     arguments: str
+
+    @property
+    def parsed(self) -> dict[str, Any] | ArgumentError:
+        """The arguments as a JSON object, or why they are not one (decoded once per call)."""
+        # Kept beside the raw text it was read from: ``model_copy(update=...)`` copies this cache
+        # but may replace ``arguments``, so a cache for another string is read afresh. Not a
+        # field: it never reaches the wire form, the hash or equality.
+        cached: tuple[str, dict[str, Any] | ArgumentError] | None = self.__dict__.get(_PARSED)
+        if cached is None or cached[0] is not self.arguments:
+            cached = (self.arguments, parse_arguments(self.arguments))
+            self.__dict__[_PARSED] = cached
+        return cached[1]
+
+    @property
+    def parsed_or_empty(self) -> dict[str, Any]:
+        """The arguments as a JSON object, ``{}`` when they are not one (for readers that only look)."""
+        parsed = self.parsed
+        return {} if isinstance(parsed, ArgumentError) else parsed
+
+
+_PARSED = "_parsed_arguments"
 
 
 class ToolCall(Frozen):

@@ -60,9 +60,9 @@ def dpo_pairs(rows: Sequence[Row]) -> Iterator[tuple[Row, Row]]:
     rejected: dict[str, list[Row]] = {}
     for row in rows:
         if row.label:
-            chosen.setdefault(prompt_key(row.record_json()), []).append(row)
+            chosen.setdefault(prompt_key(row.document), []).append(row)
         elif not row.success and row.grounded:
-            rejected.setdefault(prompt_key(row.record_json()), []).append(row)
+            rejected.setdefault(prompt_key(row.document), []).append(row)
     for key, good in chosen.items():
         yield from zip(good, rejected.get(key, []), strict=False)
 

@@ -1,18 +1,20 @@
 from __future__ import annotations
 
 from arena.types import Message, Trajectory
-from judging.answer import final_answer
-from judging.format import FormatResult, check_format, estimate_tokens
-from tests.judging.factory import Episode, good_shop_episode, lookup, replace_message, tool_message_index
+from judging.config import JudgeConfig
+from judging.format import check_format, estimate_tokens
+from tests.judging.factory import (
+    Checked,
+    Episode,
+    context,
+    good_shop_episode,
+    replace_message,
+    tool_message_index,
+)
 
-KNOWN = ("find_product", "view_product_information", "recommend_product", "terminate")
 
-
-def run(trajectory: Trajectory, budget: int = 10_000) -> FormatResult:
-    answer = final_answer(trajectory)
-    return check_format(
-        trajectory, answer, lookup(answer.product_ids), known_tools=KNOWN, token_budget=budget
-    )
+def run(trajectory: Trajectory, budget: int = 10_000) -> Checked:
+    return Checked(check_format(context(trajectory, config=JudgeConfig(token_budget=budget))))
 
 
 def test_clean_trajectory_has_no_rejects() -> None:
@@ -77,7 +79,7 @@ def test_unparseable_answer_is_unknown_product_id() -> None:
     ep.step("bye", ("terminate", {}))
     result = run(ep.trajectory())
     assert "unknown_product_id" in result.rejects
-    assert result.check.evidence["bad_steps"][0]["call_id"] == "call_1"
+    assert result.bad_steps[0].call_id == "call_1"
 
 
 def test_too_long_is_rejected() -> None:
