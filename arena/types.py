@@ -10,9 +10,9 @@ import hashlib
 import json
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from arena.arguments import ArgumentError, parse_arguments
 
@@ -49,6 +49,26 @@ class Frozen(BaseModel):
     """Base for every domain model: immutable, no unknown fields, no NaN or infinity."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+F = TypeVar("F", bound=Frozen)
+
+
+def validate_row(model: type[F], row: Any) -> F:
+    """Validate one decoded JSON row (an object) as ``model``.
+
+    Raises:
+        ValueError: the row is not an object, or fails validation; the message names the first
+            problem as ``where: why`` (what a file reader reports with the line number).
+    """
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    try:
+        return model.model_validate(row)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "row"
+        raise ValueError(f"{where}: {first['msg']}") from exc
 
 
 def canonical_json(value: Any) -> str:

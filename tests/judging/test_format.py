@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from arena.index import SearchIndex
+from arena.tools import ToolContext, run_tool
 from arena.types import Message, Trajectory
 from judging.config import JudgeConfig
 from judging.format import check_format, estimate_tokens
@@ -122,3 +124,18 @@ def test_duplicate_call_id_is_rejected() -> None:
     dup = traj.messages[second].model_copy(update={"tool_calls": (call.model_copy(),)})
     result = run(replace_message(traj, second, dup))
     assert "unanswered_tool_call" in result.rejects
+
+
+def test_empty_arguments_read_the_same_to_the_tool_server_and_the_format_check(
+    fixture_index: SearchIndex,
+) -> None:
+    ctx = ToolContext(index=fixture_index)
+    # The one rule: "" is {} everywhere. The tool server runs it as no arguments (so terminate
+    # reports its missing status to the agent, as data), and the judge counts the step well formed.
+    result = run_tool("terminate", "", ctx)
+    assert result.error and result == run_tool("terminate", "{}", ctx)
+    ep = Episode("q")
+    ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
+    ep.step("bye", ("terminate", {}), raw_arguments={0: ""})
+    check = check_format(context(ep.trajectory()))
+    assert check.value == 1.0 and check.evidence.bad_steps == ()  # type: ignore[union-attr]

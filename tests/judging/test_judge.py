@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -267,3 +268,27 @@ async def test_summary_has_exactly_the_cli_contract() -> None:
     assert [c["name"] for c in summary["checks"]] == list(CHECK_NAMES)
     assert set(summary["reasoning"]) == {"value", "model"} and summary["warnings"] == ["w"]
     json.dumps(summary, allow_nan=False)
+
+
+async def test_one_judgment_reads_each_tool_calls_arguments_at_most_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every check and the judge read the parsed arguments kept on the call; before, one judge()
+    # call decoded a find_product call's arguments eight times, with two parsers that disagreed.
+    ep = good_voucher_episode()
+    ep.step("Look again under another name.", ("find_product", {"q": "can opener manual", "page": 2}))
+    traj = ep.trajectory()
+    per_call = Counter(call.function.arguments for call in traj.tool_calls())  # a text may recur
+    texts = set(per_call)
+    decoded: list[str] = []
+    loads = json.loads
+
+    def counting(text: str | bytes, *args: object, **kwargs: object) -> object:
+        if text in texts:
+            decoded.append(str(text))
+        return loads(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", counting)
+    j = await run(voucher_task(), traj, ep.log, completer=Gullible())
+    assert j.reasoning.model == "gullible"  # every check ran, the LLM judge included
+    assert Counter(decoded) == per_call  # each call's arguments decoded exactly once

@@ -124,9 +124,7 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def _store_at_0001(engine: Engine, judgments: list[dict[str, Any]]) -> None:
     """Migrate to 0001 only and store the judgments (with a task and an episode each) as it did."""
     meta = sa.MetaData()
-    tables = {
-        name: sa.Table(name, meta, autoload_with=engine) for name in ("tasks", "episodes", "judgments")
-    }
+    tables = {name: sa.Table(name, meta, autoload_with=engine) for name in ("tasks", "episodes", "judgments")}
     with engine.begin() as conn:
         conn.execute(
             tables["tasks"].insert(),
