@@ -52,7 +52,7 @@ from storage.records import JudgedTrace
 from storage.signature import jaccard, strategy, structural_score
 from storage.tasks import tasks_in_pool
 from storage.traces import iter_judged, judged_miners, recent_trajectories
-from storage.workspace import KEPT, Row, Workspace
+from storage.workspace import KEPT, Observed, Row, Workspace
 
 logger = logging.getLogger(__name__)
 # Pools the audit sees for each side of the split (the audit compares pools).
@@ -145,9 +145,18 @@ def _ingest(
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
         curation.tasks.setdefault(trace.task.task_id, trace.task)
-        reward = (trace.judgment.score, trace.judgment.success, json.dumps(turn_rewards(trace)))
         workspace.add_observed(
-            [(trace.seq, trace.task.task_id, trace.episode.episode_id, trace.episode.miner_hotkey, *reward)]
+            [
+                Observed(
+                    seq=trace.seq,
+                    task_id=trace.task.task_id,
+                    episode_id=trace.episode.episode_id,
+                    miner=trace.episode.miner_hotkey,
+                    score=trace.judgment.score,
+                    success=trace.judgment.success,
+                    turn_rewards=tuple(turn_rewards(trace)),
+                )
+            ]
         )
         row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey))
         if row is not None:

@@ -89,6 +89,19 @@ class Row:
         return value
 
 
+@dataclass(frozen=True)
+class Observed:
+    """One judged episode of a task as the GRPO rows report it (every stored episode, timeouts too)."""
+
+    seq: int
+    task_id: str
+    episode_id: str
+    miner: str
+    score: float
+    success: bool
+    turn_rewards: tuple[float, ...]  # per logged tool call (``storage.gates.turn_rewards``)
+
+
 TRACE_COLUMNS = tuple(f.name for f in fields(Row))
 _COLUMNS = ",".join(f"traces.{c}" for c in TRACE_COLUMNS)
 
@@ -140,9 +153,23 @@ class Workspace:
         marks = ",".join("?" * len(TRACE_COLUMNS))
         self._db.executemany(f"INSERT INTO traces VALUES ({marks})", [_encode(row) for row in rows])
 
-    def add_observed(self, rows: Sequence[tuple[int, str, str, str, float, bool, str]]) -> None:
-        """Record observed rewards: (seq, task_id, episode_id, miner, score, success, turn_rewards JSON)."""
-        self._db.executemany("INSERT INTO observed VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    def add_observed(self, episodes: Sequence[Observed]) -> None:
+        """Record judged episodes for the GRPO rows' observed rewards."""
+        self._db.executemany(
+            "INSERT INTO observed VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    o.seq,
+                    o.task_id,
+                    o.episode_id,
+                    o.miner,
+                    o.score,
+                    o.success,
+                    json.dumps(list(o.turn_rewards)),
+                )
+                for o in episodes
+            ],
+        )
 
     def decide(self, decisions: Sequence[tuple[int, str]]) -> None:
         """Record dedup decisions: (seq, "kept" or the drop reason)."""
@@ -181,14 +208,17 @@ class Workspace:
         ).fetchone()
         return _decode(values) if values else None
 
-    def observed(self, task_id: str) -> list[tuple[str, str, float, bool, str]]:
-        """Return a task's observed episodes: (episode_id, miner, score, success, turn_rewards JSON)."""
+    def observed(self, task_id: str) -> list[Observed]:
+        """Return a task's observed episodes, in ingest order."""
         rows = self._db.execute(
-            "SELECT episode_id, miner, score, success, turn_rewards FROM observed "
+            "SELECT seq, task_id, episode_id, miner, score, success, turn_rewards FROM observed "
             "WHERE task_id = ? ORDER BY seq",
             (task_id,),
         )
-        return [(e, m, s, bool(ok), t) for e, m, s, ok, t in rows]
+        return [
+            Observed(seq, task, episode, miner, score, bool(ok), tuple(json.loads(turns)))
+            for seq, task, episode, miner, score, ok, turns in rows
+        ]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read query and return all its rows (only for small, aggregated results)."""
