@@ -39,11 +39,6 @@ class ResultFacts:
 NOTHING = ResultFacts()
 
 
-def _product_id(node: Mapping[str, Any]) -> str | None:
-    pid = node.get("product_id")
-    return str(pid) if isinstance(pid, str | int) and not isinstance(pid, bool) else None
-
-
 @lru_cache(maxsize=4096)
 def result_facts(content: str) -> ResultFacts:
     """Read the products a tool result shows (see :class:`ResultFacts`).
@@ -58,24 +53,41 @@ def result_facts(content: str) -> ResultFacts:
     ids: set[str] = set()
     titles: set[str] = set()
     prices: dict[str, float] = {}
+    # This walk runs for every result the judge and curation read, so it is written for speed:
+    # exact type tests (a JSON decoder makes only dict, list, str, int, float, bool and None,
+    # and ``type(True) is not int``), and only containers go on the stack.
     stack: list[Any] = [value]
+    push, pop = stack.append, stack.pop
     while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            pid = _product_id(node)
-            if pid is not None:
-                ids.add(pid)
-                price = node.get("price")
-                if isinstance(price, int | float) and not isinstance(price, bool):
-                    prices[pid] = float(price)
-            if isinstance(node.get("title"), str):
-                titles.add(node["title"])
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
+        node = pop()
+        if type(node) is list:
+            for item in node:
+                if type(item) is dict or type(item) is list:
+                    push(item)
+            continue
+        if type(node) is not dict:
+            continue
+        pid = node.get("product_id")
+        if type(pid) is str or type(pid) is int:
+            pid = str(pid)
+            ids.add(pid)
+            price = node.get("price")
+            if type(price) is float or type(price) is int:
+                prices[pid] = float(price)
+        title = node.get("title")
+        if type(title) is str:
+            titles.add(title)
+        for item in node.values():
+            if type(item) is dict or type(item) is list:
+                push(item)
     ranked: tuple[str, ...] = ()
-    if isinstance(value, list):
-        ranked = tuple(pid for item in value if isinstance(item, dict) and (pid := _product_id(item)))
+    if type(value) is list:
+        ranked = tuple(
+            str(item["product_id"])
+            for item in value
+            if type(item) is dict
+            and (type(item.get("product_id")) is str or type(item.get("product_id")) is int)
+        )
     return ResultFacts(frozenset(ids), frozenset(titles), MappingProxyType(prices), ranked)
 
 

@@ -278,15 +278,27 @@ EVIDENCE: dict[str, tuple[type[Evidence], ...]] = {
     "reasoning": (ReasoningEvidence,),
 }
 E = TypeVar("E", bound=Evidence)
+# Per evidence type: (its required keys, all its keys); a stored dict is tried only where it fits.
+_KEYS = {
+    model: (
+        frozenset(n for n, f in model.model_fields.items() if f.is_required()),
+        frozenset(model.model_fields),
+    )
+    for models in EVIDENCE.values()
+    for model in models
+}
+
+
+_NO_EVIDENCE = NoEvidence()  # frozen, so one instance serves every empty evidence read back
 
 
 def _typed_evidence(name: str, value: dict[str, Any]) -> Evidence | dict[str, Any]:
     if not value:
-        return NoEvidence()
+        return _NO_EVIDENCE
     keys = value.keys()
     for model in EVIDENCE.get(name, ()):
-        fields = model.model_fields
-        if {n for n, f in fields.items() if f.is_required()} <= keys <= fields.keys():
+        required, known = _KEYS[model]
+        if required <= keys <= known:
             try:
                 return model.model_validate(value)
             except ValidationError:
