@@ -113,11 +113,14 @@ class ReasoningVerdict(Frozen):
 
 
 class Evidence(Frozen):
-    """Base of a check's typed evidence.
+    """Base of a check's typed evidence."""
 
-    Fields named in ``omitted_at_default`` are left out of the stored form while they hold
-    their default: the shapes the first judgments were stored (and content-hashed) in had no
-    such key, and a verdict's stored form must not change under it.
+
+class _SparseEvidence(Evidence):
+    """Evidence whose ``omitted_at_default`` fields are left out of the stored form at their default.
+
+    The shapes the first judgments were stored (and content-hashed) in had no such key, and a
+    verdict's stored form must not change under it.
     """
 
     omitted_at_default: ClassVar[tuple[str, ...]] = ()
@@ -161,7 +164,7 @@ class OutcomeItem(Frozen):
         return data
 
 
-class OutcomeEvidence(Evidence):
+class OutcomeEvidence(_SparseEvidence):
     """The outcome check's evidence: the verdict, the partial credit, the components and each item."""
 
     omitted_at_default = ("scores",)
@@ -227,7 +230,7 @@ class ProcessEvidence(Evidence):
     stats: ProcessStats
 
 
-class AxisEvidence(Evidence):
+class AxisEvidence(_SparseEvidence):
     """The axis check's evidence: the label, and either the nonce counts or the step counts behind it.
 
     Attested (nonces): ``attested`` and ``nonces``. Inferred: ``attested`` false, ``steps``,
@@ -256,7 +259,7 @@ class AxisEvidence(Evidence):
     invalid_nonces: int | None = None
 
 
-class ReasoningEvidence(Evidence):
+class ReasoningEvidence(_SparseEvidence):
     """The reasoning check's evidence: the judge model, its labels, the prompt, and why it is unscored."""
 
     omitted_at_default = ("injection_flagged", "unscored")
