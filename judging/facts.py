@@ -12,13 +12,12 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from types import MappingProxyType
 from typing import Any
 
 from arena.types import ToolLogEntry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResultFacts:
     """The products one tool result (or a whole log) shows.
 
@@ -32,7 +31,7 @@ class ResultFacts:
 
     product_ids: frozenset[str] = frozenset()
     titles: frozenset[str] = frozenset()
-    prices: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    prices: Mapping[str, float] = field(default_factory=dict)  # shared through the cache: read only
     ranked_ids: tuple[str, ...] = ()
 
 
@@ -88,7 +87,7 @@ def result_facts(content: str) -> ResultFacts:
             if type(item) is dict
             and (type(item.get("product_id")) is str or type(item.get("product_id")) is int)
         )
-    return ResultFacts(frozenset(ids), frozenset(titles), MappingProxyType(prices), ranked)
+    return ResultFacts(frozenset(ids), frozenset(titles), prices, ranked)
 
 
 def union(facts: Iterable[ResultFacts]) -> ResultFacts:
@@ -100,7 +99,7 @@ def union(facts: Iterable[ResultFacts]) -> ResultFacts:
         ids |= item.product_ids
         titles |= item.titles
         prices.update(item.prices)
-    return ResultFacts(frozenset(ids), frozenset(titles), MappingProxyType(prices))
+    return ResultFacts(frozenset(ids), frozenset(titles), prices)
 
 
 def logged_facts(log: Iterable[ToolLogEntry]) -> ResultFacts:

@@ -132,7 +132,7 @@ def _check(checks: Sequence[Check], name: str) -> Check:
 
 
 def _zeroed(checks: Sequence[Check], config: JudgeConfig) -> bool:
-    """Whether the rules alone zero the score: a reject, a fabricated result, or a hallucinated id."""
+    """Whether the rules zero the score: a reject, a fabricated result, a hallucinated id (by default)."""
     rejects = _check(checks, "format").evidence_as(FormatEvidence).rejects
     grounding = _check(checks, "grounding").evidence_as(GroundingEvidence)
     return bool(rejects or grounding.fabricated) or (
