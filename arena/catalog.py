@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import ValidationError
-
 from arena.errors import CatalogError
-from arena.types import Product
+from arena.types import Product, validate_row
 
 logger = logging.getLogger(__name__)
 
@@ -101,17 +99,11 @@ def parse_product_row(row: Any) -> Product:
     Raises:
         ValueError: the row has the wrong shape or fails validation (message says why).
     """
-    if not isinstance(row, dict):
-        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-    data = row.get("product") if "product" in row and "contents" in row else row
-    if not isinstance(data, dict):
-        raise ValueError("document row has no product object")
-    try:
-        return Product.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "row"
-        raise ValueError(f"{where}: {first['msg']}") from exc
+    if isinstance(row, dict) and "product" in row and "contents" in row:
+        if not isinstance(row["product"], dict):
+            raise ValueError("document row has no product object")
+        row = row["product"]
+    return validate_row(Product, row)
 
 
 def iter_products(

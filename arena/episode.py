@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from arena.arguments import parse_arguments
 from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInvalid
-from arena.tools import ToolContext, canonical_arguments, run_tool
+from arena.tools import Arguments, ToolContext, canonical_arguments, run_tool
 from arena.types import ToolLogEntry, canonical_json, result_hash
 
 logger = logging.getLogger(__name__)
@@ -33,20 +34,25 @@ MIN_SECRET_BYTES = 16
 
 def run_logged(
     name: str,
-    arguments: str | dict[str, Any],
+    arguments: Arguments,
     ctx: ToolContext,
     *,
     episode_id: str,
     seq: int,
     call_id: str | None,
+    raw: str | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> ToolLogEntry:
     """Run one tool call and return its tool-log entry, exactly as the tool server logs it.
 
     The one place a ``ToolLogEntry`` is made from a call: the tool server, offline replay and the
     in-process evaluation harness all log through it, so their logs are interchangeable.
+    ``arguments`` is the call's JSON text, or that text already read (then ``raw`` is the text,
+    which the log keeps for arguments that are not an object).
     """
     started = now()
+    if isinstance(arguments, str):
+        raw, arguments = arguments, parse_arguments(arguments)  # read once, for the run and the log
     result = run_tool(name, arguments, ctx)
     finished = now()
     return ToolLogEntry(
@@ -54,7 +60,7 @@ def run_logged(
         seq=seq,
         call_id=call_id,
         tool=name[:_MAX_TOOL_NAME_CHARS],
-        arguments=canonical_arguments(name, arguments),
+        arguments=canonical_arguments(name, arguments, raw=raw),
         result=result.content,
         result_hash=result_hash(result.content),
         status="error" if result.error else "ok",

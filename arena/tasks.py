@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from pydantic import ValidationError
-
 from arena.catalog import BadRow, BadRowLog, numbered_lines
 from arena.errors import InvalidTask
-from arena.types import Task
+from arena.types import Task, validate_row
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +46,7 @@ def parse_task(row: object) -> Task:
     Raises:
         ValueError: the row is not an object or fails validation (the message says where and why).
     """
-    if not isinstance(row, dict):
-        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
-    try:
-        return Task.model_validate(row)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "row"
-        raise ValueError(f"{where}: {first['msg']}") from exc
+    return validate_row(Task, row)
 
 
 def iter_tasks(paths: Iterable[Path | str], report: TaskLoadReport | None = None) -> Iterator[Task]:

@@ -10,9 +10,11 @@ import hashlib
 import json
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from arena.arguments import ArgumentError, parse_arguments
 
 Intent = Literal["product", "shop", "voucher", "knowledge"]
 Service = Literal["official", "freeShipping", "COD", "flashsale"]
@@ -47,6 +49,26 @@ class Frozen(BaseModel):
     """Base for every domain model: immutable, no unknown fields, no NaN or infinity."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+F = TypeVar("F", bound=Frozen)
+
+
+def validate_row(model: type[F], row: Any) -> F:
+    """Validate one decoded JSON row (an object) as ``model``.
+
+    Raises:
+        ValueError: the row is not an object, or fails validation; the message names the first
+            problem as ``where: why`` (what a file reader reports with the line number).
+    """
+    if not isinstance(row, dict):
+        raise ValueError(f"expected a JSON object, got {type(row).__name__}")
+    try:
+        return model.model_validate(row)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "row"
+        raise ValueError(f"{where}: {first['msg']}") from exc
 
 
 def canonical_json(value: Any) -> str:
@@ -250,10 +272,36 @@ def task_content_id(task: Task) -> str:
 
 
 class FunctionCall(Frozen):
-    """The function part of an OpenAI tool call; ``arguments`` is a JSON string as the model wrote it."""
+    """The function part of an OpenAI tool call; ``arguments`` is a JSON string as the model wrote it.
+
+    ``parsed`` is that string read by :func:`arena.arguments.parse_arguments` (the tool server's
+    own parser), decoded on first use and then kept with the call, so every reader (each check,
+    curation) gets the same object or the same error and nobody decodes the JSON again.
+    """
 
     name: str
     arguments: str
+
+    @property
+    def parsed(self) -> dict[str, Any] | ArgumentError:
+        """The arguments as a JSON object, or why they are not one (decoded once per call)."""
+        # Kept beside the raw text it was read from: ``model_copy(update=...)`` copies this cache
+        # but may replace ``arguments``, so a cache for another string is read afresh. Not a
+        # field: it never reaches the wire form, the hash or equality.
+        cached: tuple[str, dict[str, Any] | ArgumentError] | None = self.__dict__.get(_PARSED)
+        if cached is None or cached[0] is not self.arguments:
+            cached = (self.arguments, parse_arguments(self.arguments))
+            self.__dict__[_PARSED] = cached
+        return cached[1]
+
+    @property
+    def parsed_or_empty(self) -> dict[str, Any]:
+        """The arguments as a JSON object, ``{}`` when they are not one (for readers that only look)."""
+        parsed = self.parsed
+        return {} if isinstance(parsed, ArgumentError) else parsed
+
+
+_PARSED = "_parsed_arguments"
 
 
 class ToolCall(Frozen):

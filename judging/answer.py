@@ -1,12 +1,12 @@
-"""The final answer of a trajectory: the last `recommend_product` call, parsed production-strictly."""
+"""The final answer of a trajectory: the last `recommend_product` call, read production-strictly."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from arena.types import ToolCall, Trajectory
+from arena.arguments import ArgumentError, split_product_ids
+from arena.types import ToolCall
 
 RECOMMEND = "recommend_product"
 TERMINATE = "terminate"
@@ -17,9 +17,9 @@ class Answer:
     """The recommended product ids and how they were read.
 
     ``product_ids`` are trimmed, empty pieces dropped and de-duplicated keeping the first
-    occurrence, so ``"a, a,"`` fills one position, not two. ``error`` says why the arguments
-    could not be read (then ``product_ids`` is empty); ``call`` is None when there was no
-    `recommend_product` call at all.
+    occurrence (``arena.arguments.split_product_ids``), so ``"a, a,"`` fills one position, not
+    two. ``error`` says why the arguments could not be read (then ``product_ids`` is empty);
+    ``call`` is None when there was no `recommend_product` call at all.
     """
 
     call: ToolCall | None
@@ -33,56 +33,24 @@ class Answer:
         return self.call.id if self.call else None
 
 
-def parse_arguments(arguments: str) -> tuple[dict[str, Any] | None, str | None]:
-    """Parse a tool call's JSON-string arguments into an object.
-
-    Returns:
-        ``(value, None)`` for a JSON object, ``(None, reason)`` otherwise. NaN and infinity
-        literals are refused, as no tool argument can need them.
-    """
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"non-finite literal {constant}")
-
-    try:
-        value = json.loads(arguments, parse_constant=refuse)
-    except (ValueError, TypeError) as exc:
-        return None, f"arguments are not JSON: {exc}"
-    if not isinstance(value, dict):
-        return None, f"arguments are a JSON {type(value).__name__}, not an object"
-    return value, None
-
-
-def split_ids(raw: Any) -> tuple[tuple[str, ...], str | None]:
-    """Read ``product_ids`` (a comma-separated string, or a list of ids) into clean ids."""
-    if isinstance(raw, str):
-        pieces: list[Any] = raw.split(",")
-    elif isinstance(raw, list):
-        pieces = raw
-    else:
-        return (), f"product_ids is a {type(raw).__name__}, not a string or list"
-    ids: list[str] = []
-    for piece in pieces:
-        if isinstance(piece, bool) or not isinstance(piece, str | int):
-            return (), f"product id {piece!r} is not a string"
-        text = str(piece).strip()
-        if text and text not in ids:
-            ids.append(text)
-    if not ids:
-        return (), "product_ids is empty"
-    return tuple(ids), None
-
-
-def final_answer(trajectory: Trajectory) -> Answer:
-    """Return the trajectory's answer: the arguments of its last `recommend_product` call."""
-    calls = [c for c in trajectory.tool_calls() if c.function.name == RECOMMEND]
-    if not calls:
+def final_answer(calls: Sequence[ToolCall]) -> Answer:
+    """Return the answer among a trajectory's tool calls: the arguments of its last `recommend_product`."""
+    recommends = [c for c in calls if c.function.name == RECOMMEND]
+    if not recommends:
         return Answer(call=None, product_ids=(), error="no recommend_product call")
-    last = calls[-1]
-    args, error = parse_arguments(last.function.arguments)
-    if args is None:
-        return Answer(call=last, product_ids=(), error=error, recommend_calls=len(calls))
+    last = recommends[-1]
+    args = last.function.parsed
+    if isinstance(args, ArgumentError):
+        return Answer(call=last, product_ids=(), error=str(args), recommend_calls=len(recommends))
     if "product_ids" not in args:
-        return Answer(call=last, product_ids=(), error="no product_ids argument", recommend_calls=len(calls))
-    ids, error = split_ids(args["product_ids"])
-    return Answer(call=last, product_ids=ids, error=error, recommend_calls=len(calls))
+        return Answer(
+            call=last, product_ids=(), error="no product_ids argument", recommend_calls=len(recommends)
+        )
+    ids, error = split_product_ids(args["product_ids"])
+    return Answer(call=last, product_ids=ids, error=error, recommend_calls=len(recommends))
+
+
+def named_ids(call: ToolCall, key: str = "product_ids") -> tuple[str, ...]:
+    """The product ids a call names in its ``key`` argument, read as the answer is; () when unreadable."""
+    ids, _ = split_product_ids(call.function.parsed_or_empty.get(key, ""))
+    return ids

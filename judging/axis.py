@@ -21,20 +21,19 @@ states the precision limits: narration that restates the harness's own arguments
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Literal
 
-from arena.types import Message, ToolLogEntry, Trajectory
-from judging.answer import TERMINATE, parse_arguments, split_ids
-from judging.claims import result_product_ids
+from arena.types import Message, ToolCall, ToolLogEntry, Trajectory
+from judging.answer import TERMINATE, named_ids
+from judging.context import JudgingContext
+from judging.facts import result_facts
 from judging.titles import title_tokens
-from judging.types import Axis, Check
+from judging.types import Axis, AxisEvidence, Check
 
 MIN_REASONING_CHARS = 20
 A_SHARE = 0.75
@@ -46,44 +45,54 @@ _QUOTED = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|‘[^’]*’")
 _NUMBER = re.compile(r"[0-9]+(?:[.,][0-9]+)*")
 _RUN = re.compile(r"[¤#](?:\s*(?:,|;|/|&|\band\b|\bor\b)?\s*[¤#])+")
 
+StepKind = Literal["driven", "narrated", "silent"]
+
 
 @dataclass(frozen=True)
-class AxisVerdict:
-    """An axis label, the share of model-driven steps (None when there were none to judge), and why."""
+class Step:
+    """One tool-calling step (an assistant message with non-`terminate` calls), as the classifier reads it."""
+
+    tools: tuple[str, ...]
+    kind: StepKind
+    skeleton: str  # the reasoning with what varies across tasks masked (see :func:`skeleton`)
+
+
+@dataclass(frozen=True)
+class MinerAxis:
+    """A miner's axis label over a set of its trajectories, and the signals behind it.
+
+    Attributes:
+        label: the miner's label.
+        driven_share: the mean driven-step share of the trajectories that had steps to judge.
+        trajectories: how many trajectories were read.
+        labels: the per-trajectory labels, counted.
+        template_share: the share of trajectories with the most common call signature.
+        template: that signature, when it decided the label.
+        narration_template_share: the share of reasoning steps whose skeleton recurs across tasks.
+        mechanical_view_share: the share of trajectories whose every view took the top results.
+    """
 
     label: Axis
     driven_share: float | None
-    evidence: dict[str, Any] = field(default_factory=dict)
+    trajectories: int
+    labels: dict[Axis, int] = field(default_factory=dict)
+    template_share: float = 0.0
+    template: str | None = None
+    narration_template_share: float = 0.0
+    mechanical_view_share: float | None = None
 
 
 def _text(message: Message) -> str:
     return "\n".join(filter(None, (message.reasoning_content, message.content))).strip()
 
 
-@lru_cache(maxsize=4096)
-def _result_titles(content: str) -> frozenset[str]:
-    """Return the ``title`` strings inside a JSON tool result."""
-    try:
-        value = json.loads(content)
-    except (ValueError, TypeError):
-        return frozenset()
-    titles: set[str] = set()
-    stack: list[Any] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if isinstance(node.get("title"), str):
-                titles.add(node["title"])
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return frozenset(titles)
+def _query(trajectory: Trajectory) -> str:
+    return next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
 
 
-def _argument_values(arguments: str) -> list[str]:
-    args, _ = parse_arguments(arguments)
+def _argument_values(call: ToolCall) -> list[str]:
     values: list[str] = []
-    for value in (args or {}).values():
+    for value in call.function.parsed_or_empty.values():
         if isinstance(value, str | int | float) and not isinstance(value, bool):
             values.append(str(value))
             values += [piece.strip() for piece in str(value).split(",")]
@@ -104,19 +113,18 @@ def skeleton(text: str, values: Iterable[str]) -> str:
     return out
 
 
-def _salient(arguments: str) -> tuple[set[str], set[str]]:
+def _salient(call: ToolCall) -> tuple[set[str], set[str]]:
     """Return (query tokens, ids) a call's reasoning should mention for it to count as motivated."""
-    args, _ = parse_arguments(arguments)
-    if args is None:
+    args = call.function.parsed
+    if not isinstance(args, dict):
         return set(), set()
     q = args.get("q") if isinstance(args.get("q"), str) else ""
-    ids, _ = split_ids(args.get("product_ids", ""))
     shop = args.get("shop_id")
-    return set(title_tokens(str(q))), set(ids) | ({str(shop)} if shop else set())
+    return set(title_tokens(str(q))), set(named_ids(call)) | ({str(shop)} if shop else set())
 
 
-def _derived(text: str, arguments: str) -> bool | None:
-    q_tokens, ids = _salient(arguments)
+def _derived(text: str, call: ToolCall) -> bool | None:
+    q_tokens, ids = _salient(call)
     if not q_tokens and not ids:
         return None
     said = title_tokens(text)
@@ -125,18 +133,24 @@ def _derived(text: str, arguments: str) -> bool | None:
     return q_ok or ids_ok
 
 
-def _steps(trajectory: Trajectory, query_tokens: frozenset[str]) -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = []
+def classify_steps(trajectory: Trajectory, query_tokens: frozenset[str] | None = None) -> tuple[Step, ...]:
+    """Read each tool-calling step as driven, narrated or silent (the module docstring has the rules).
+
+    ``query_tokens`` are the user query's word tokens (read from the trajectory when None).
+    """
+    if query_tokens is None:
+        query_tokens = title_tokens(_query(trajectory))
+    steps: list[Step] = []
     earlier_ids: set[str] = set()
     titles: set[str] = set()
     last_titles: set[str] = set()
     seen: Counter[str] = Counter()
     for message in trajectory.messages:
         if message.role == "tool":
-            found = _result_titles(message.content or "")
-            earlier_ids |= result_product_ids(message.content or "")
-            titles |= found
-            last_titles |= {t for title in found for t in title_tokens(title)}
+            facts = result_facts(message.content or "")
+            earlier_ids |= facts.product_ids
+            titles |= facts.titles
+            last_titles |= {t for title in facts.titles for t in title_tokens(title)}
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
@@ -144,12 +158,13 @@ def _steps(trajectory: Trajectory, query_tokens: frozenset[str]) -> list[dict[st
         if not calls:
             continue
         text = _text(message)
-        values = [v for c in calls for v in _argument_values(c.function.arguments)]
+        values = [v for c in calls for v in _argument_values(c)]
         shape = skeleton(text, [*values, *titles])
+        kind: StepKind
         if len(text) < MIN_REASONING_CHARS:
             kind = "silent"
         else:
-            derived = [d for d in (_derived(text, c.function.arguments) for c in calls) if d is not None]
+            derived = [d for d in (_derived(text, c) for c in calls) if d is not None]
             distinctive = {t for t in last_titles - query_tokens if len(t) >= 4}
             cites = any(pid in text for pid in earlier_ids) or len(distinctive & title_tokens(text)) >= 2
             motivated = bool(derived) and sum(derived) / len(derived) >= 0.5
@@ -157,65 +172,82 @@ def _steps(trajectory: Trajectory, query_tokens: frozenset[str]) -> list[dict[st
             if seen[shape]:
                 kind = "narrated"  # the same words about other data: a template, not a thought
             seen[shape] += 1
-        steps.append({"tools": [c.function.name for c in calls], "kind": kind, "skeleton": shape})
+        steps.append(Step(tools=tuple(c.function.name for c in calls), kind=kind, skeleton=shape))
         last_titles = set()
-    return steps
+    return tuple(steps)
 
 
 def narration_skeletons(trajectory: Trajectory) -> list[str]:
     """Return the skeleton of every step that carries reasoning (see :func:`skeleton`)."""
-    query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
-    return [s["skeleton"] for s in _steps(trajectory, title_tokens(query)) if s["kind"] != "silent"]
+    return [s.skeleton for s in classify_steps(trajectory) if s.kind != "silent"]
 
 
 def classify_axis(
     trajectory: Trajectory, log: Sequence[ToolLogEntry] = (), *, hidden_calls: int = 0
-) -> AxisVerdict:
-    """Label one trajectory A, B, mixed or unknown, with the evidence for the label."""
+) -> Check:
+    """Label one trajectory A, B, mixed or unknown: the ``axis`` Check, valued by the driven-step share.
+
+    The value is None when no step could be judged; the ``AxisEvidence`` carries the label and
+    what it rests on (the nonce counts, or the step counts).
+    """
     nonces = Counter(e.nonce_status for e in log)
     if log and nonces["valid"] == len(log):
-        return AxisVerdict("A", 1.0, {"attested": True, "nonces": dict(nonces)})
+        return _axis_check(AxisEvidence(label="A", attested=True, nonces=dict(nonces)), 1.0)
     if nonces["valid"]:
-        return AxisVerdict("mixed", nonces["valid"] / len(log), {"attested": True, "nonces": dict(nonces)})
-    query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
-    steps = _steps(trajectory, title_tokens(query))
-    kinds = Counter(step["kind"] for step in steps)
+        share = nonces["valid"] / len(log)
+        return _axis_check(AxisEvidence(label="mixed", attested=True, nonces=dict(nonces)), share)
+    query = _query(trajectory)
+    steps = classify_steps(trajectory, title_tokens(query))
+    kinds = Counter(step.kind for step in steps)
     total = len(steps)
-    evidence: dict[str, Any] = {
-        "attested": False,
-        "steps": total,
-        "kinds": dict(kinds),
-        "hidden_calls": hidden_calls,
-        "verbatim_query_searches": _verbatim_searches(trajectory, query),
-    }
-    if nonces["invalid"]:
-        evidence["invalid_nonces"] = nonces["invalid"]
+    driven = kinds["driven"] / total if total else 0.0
+    label: Axis
     if total == 0:
-        return AxisVerdict("unknown", None, evidence)
-    driven = kinds["driven"] / total
-    if kinds["silent"] == total:
-        label: Axis = "B" if hidden_calls else "unknown"
-        return AxisVerdict(label, None, evidence)
-    if driven >= A_SHARE:
+        label = "unknown"
+    elif kinds["silent"] == total:
+        label = "B" if hidden_calls else "unknown"
+    elif driven >= A_SHARE:
         label = "mixed" if hidden_calls else "A"
     elif driven <= B_SHARE:
         label = "B"
     else:
         label = "mixed"
-    return AxisVerdict(label, round(driven, 6), evidence)
+    evidence = AxisEvidence(
+        label=label,
+        attested=False,
+        steps=total,
+        kinds=dict(kinds),
+        hidden_calls=hidden_calls,
+        verbatim_query_searches=_verbatim_searches(trajectory, query),
+        invalid_nonces=nonces["invalid"] or None,
+    )
+    judged = total and kinds["silent"] != total
+    return _axis_check(evidence, round(driven, 6) if judged else None)
+
+
+def check_axis(ctx: JudgingContext) -> Check:
+    """The ``axis`` check of a judging context (its hidden calls from the reconciliation with the log)."""
+    return classify_axis(ctx.trajectory, ctx.log, hidden_calls=len(ctx.reconciliation.hidden))
+
+
+def _axis_check(evidence: AxisEvidence, driven_share: float | None) -> Check:
+    detail = "attested by nonces" if evidence.attested else f"steps {evidence.kinds or 'none'}"
+    return Check(
+        name="axis", value=driven_share, explanation=f"axis {evidence.label}: {detail}", evidence=evidence
+    )
 
 
 def _verbatim_searches(trajectory: Trajectory, query: str) -> int:
     wanted = " ".join(query.lower().split())
     count = 0
     for call in trajectory.tool_calls():
-        args, _ = parse_arguments(call.function.arguments)
-        if args and isinstance(args.get("q"), str) and " ".join(args["q"].lower().split()) == wanted:
+        q = call.function.parsed_or_empty.get("q")
+        if isinstance(q, str) and " ".join(q.lower().split()) == wanted:
             count += 1
     return count
 
 
-def _prefix_union(results: Sequence[list[str]], ids: tuple[str, ...]) -> bool:
+def _prefix_union(results: Sequence[tuple[str, ...]], ids: tuple[str, ...]) -> bool:
     """Whether ``ids`` are the first k ids of each of the latest results, in order (a mechanical pick).
 
     Any one k, over the last r results for any r: a harness that searched each item, maybe
@@ -237,14 +269,13 @@ def template_signature(trajectory: Trajectory) -> str:
     fixed harness maps every task to one string (however many items it searches) while an
     agent that adapts to what it sees (reformulates, pages, views between searches) does not.
     """
-    query = next((m.content or "" for m in trajectory.messages if m.role == "user"), "")
+    query = _query(trajectory)
     q_tokens = title_tokens(query)
     tokens: list[str] = []
     for call in trajectory.tool_calls():
-        args, _ = parse_arguments(call.function.arguments)
+        q = call.function.parsed_or_empty.get("q")
         part = ""
-        if args and isinstance(args.get("q"), str):
-            q = args["q"]
+        if isinstance(q, str):
             same = " ".join(q.lower().split()) == " ".join(query.lower().split())
             part = "q=query" if same else "q=subset" if title_tokens(q) <= q_tokens else "q=free"
         token = f"{call.function.name}({part})"
@@ -256,27 +287,16 @@ def template_signature(trajectory: Trajectory) -> str:
 def mechanical_views(trajectory: Trajectory) -> bool | None:
     """Whether every view took the first k ids of the latest results, in order (None: no views)."""
     results = {m.tool_call_id: m.content or "" for m in trajectory.messages if m.role == "tool"}
-    since_view: list[list[str]] = []
+    since_view: list[tuple[str, ...]] = []
     verdicts: list[bool] = []
     for call in trajectory.tool_calls():
         if call.function.name == "view_product_information":
-            args, _ = parse_arguments(call.function.arguments)
-            ids, _ = split_ids((args or {}).get("product_ids", ""))
+            ids = named_ids(call)
             verdicts.append(bool(ids) and _prefix_union(since_view, ids))
             since_view = []
-        elif ordered := _ordered_ids(results.get(call.id, "")):
+        elif ordered := result_facts(results.get(call.id, "")).ranked_ids:
             since_view.append(ordered)
     return all(verdicts) if verdicts else None
-
-
-def _ordered_ids(content: str) -> list[str]:
-    try:
-        value = json.loads(content)
-    except (ValueError, TypeError):
-        return []
-    if not isinstance(value, list):
-        return []
-    return [str(v["product_id"]) for v in value if isinstance(v, dict) and "product_id" in v]
 
 
 def narration_template_share(trajectories: Sequence[Trajectory]) -> float:
@@ -295,7 +315,7 @@ def narration_template_share(trajectories: Sequence[Trajectory]) -> float:
 
 def axis_for_miner(
     trajectories: Sequence[Trajectory], logs: Sequence[Sequence[ToolLogEntry]] | None = None
-) -> AxisVerdict:
+) -> MinerAxis:
     """Label a miner from a set of its trajectories: per-trajectory labels plus the template signals.
 
     With at least five trajectories: when >= 80% of the reasoning steps are narration templates
@@ -305,8 +325,8 @@ def axis_for_miner(
     trajectories look model-driven one by one. Otherwise the majority per-trajectory label.
     """
     logs = logs if logs is not None else [() for _ in trajectories]
-    verdicts = [classify_axis(t, log) for t, log in zip(trajectories, logs, strict=True)]
-    labels = Counter(v.label for v in verdicts)
+    checks = [classify_axis(t, log) for t, log in zip(trajectories, logs, strict=True)]
+    labels = Counter(c.evidence_as(AxisEvidence).label for c in checks)
     signatures = Counter(template_signature(t) for t in trajectories)
     top_signature, top_count = signatures.most_common(1)[0] if signatures else ("", 0)
     share = top_count / len(trajectories) if trajectories else 0.0
@@ -322,29 +342,15 @@ def axis_for_miner(
         label = "B"
     elif enough and share >= TEMPLATE_SHARE:
         label = "mixed" if majority == "A" else "B"
-    driven = [v.driven_share for v in verdicts if v.driven_share is not None]
+    driven = [c.value for c in checks if c.value is not None]
     views = [m for m in map(mechanical_views, trajectories) if m is not None]
-    return AxisVerdict(
-        label,
-        round(sum(driven) / len(driven), 6) if driven else None,
-        {
-            "mechanical_view_share": round(sum(views) / len(views), 6) if views else None,
-            "trajectories": len(trajectories),
-            "labels": dict(labels),
-            "template_share": round(share, 6),
-            "template": top_signature if enough and share >= TEMPLATE_SHARE else None,
-            "narration_template_share": round(narration, 6),
-        },
-    )
-
-
-def axis_check(verdict: AxisVerdict) -> Check:
-    """Wrap a verdict as the ``axis`` Check: the driven-step share (None when nothing could be judged)."""
-    kinds = verdict.evidence.get("kinds", {})
-    detail = "attested by nonces" if verdict.evidence.get("attested") else f"steps {kinds or 'none'}"
-    return Check(
-        name="axis",
-        value=verdict.driven_share,
-        explanation=f"axis {verdict.label}: {detail}",
-        evidence={"label": verdict.label, **verdict.evidence},
+    return MinerAxis(
+        label=label,
+        driven_share=round(sum(driven) / len(driven), 6) if driven else None,
+        trajectories=len(trajectories),
+        labels=dict(labels),
+        template_share=round(share, 6),
+        template=top_signature if enough and share >= TEMPLATE_SHARE else None,
+        narration_template_share=round(narration, 6),
+        mechanical_view_share=round(sum(views) / len(views), 6) if views else None,
     )

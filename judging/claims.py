@@ -9,14 +9,11 @@ are about the basket, not the product. Anything subtler is left to the reasoning
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
 
 from arena.types import Product
+from judging.types import Claim
 
 WINDOW = 160
 _PRICE = re.compile(
@@ -30,43 +27,6 @@ _BASKET_WORDS = re.compile(
     re.IGNORECASE,
 )
 _PAIR = re.compile(r"([a-z_][a-z0-9_]{1,40})[\"']?\s*[:=]\s*[\"']?([^,;.\n)\"']{1,60})", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One statement about a product found in assistant text."""
-
-    product_id: str
-    kind: str  # "price" or "attribute"
-    key: str
-    stated: str
-    actual: str
-    correct: bool
-
-
-@lru_cache(maxsize=4096)
-def result_product_ids(content: str) -> frozenset[str]:
-    """Return every ``product_id`` value inside a JSON tool result (nothing for non-JSON text).
-
-    Cached by content: the same results are read by grounding and axis, and recur across
-    the trajectories of a round.
-    """
-    try:
-        value = json.loads(content)
-    except (ValueError, TypeError):
-        return frozenset()
-    found: set[str] = set()
-    stack: list[Any] = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            pid = node.get("product_id")
-            if isinstance(pid, str | int) and not isinstance(pid, bool):
-                found.add(str(pid))
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return frozenset(found)
 
 
 def _segments(text: str, ids: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -98,7 +58,14 @@ def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
     if stated is None:
         return None
     correct = abs(stated - product.price) <= max(0.01 * product.price, 0.5)
-    return Claim(pid, "price", "price", f"{stated:g}", f"{product.price:g}", correct)
+    return Claim(
+        product_id=pid,
+        kind="price",
+        key="price",
+        stated=f"{stated:g}",
+        actual=f"{product.price:g}",
+        correct=correct,
+    )
 
 
 def _attribute_claims(pid: str, segment: str, product: Product) -> list[Claim]:
@@ -113,7 +80,10 @@ def _attribute_claims(pid: str, segment: str, product: Product) -> list[Claim]:
             continue
         stated = re.split(r"\s+(?:and|with|in)\s+", match.group(2).strip().lower())[0]
         correct = any(stated == v or stated in v or v in stated for v in values[key])
-        claims.append(Claim(pid, "attribute", key, stated, "|".join(sorted(values[key])), correct))
+        actual = "|".join(sorted(values[key]))
+        claims.append(
+            Claim(product_id=pid, kind="attribute", key=key, stated=stated, actual=actual, correct=correct)
+        )
     return claims
 
 

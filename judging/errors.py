@@ -10,6 +10,8 @@ Judgment (a score of 0 with the reason).
 
 from __future__ import annotations
 
+from judging.types import OutageCause
+
 
 class JudgingError(Exception):
     """Base of every error raised by the judging package."""
@@ -18,7 +20,7 @@ class JudgingError(Exception):
 class JudgeUnavailable(JudgingError):
     """The reasoning judge gave no usable verdict; ``cause`` is timeout, error or unparseable."""
 
-    def __init__(self, cause: str, detail: str = "") -> None:
+    def __init__(self, cause: OutageCause, detail: str = "") -> None:
         super().__init__(f"{cause}: {detail}" if detail else cause)
         self.cause = cause
         self.detail = detail

@@ -13,27 +13,13 @@ Hard rejects, by name:
 
 from __future__ import annotations
 
-import math
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from arena.arguments import ArgumentError
+from arena.types import Trajectory
+from judging.answer import RECOMMEND, TERMINATE
+from judging.context import JudgingContext, estimate_tokens
+from judging.types import BadStep, Check, FormatEvidence, Reject
 
-from arena.types import Product, Trajectory
-from judging.answer import RECOMMEND, TERMINATE, Answer, parse_arguments
-from judging.types import REJECTS, Check, Reject
-
-# Characters per token for the deterministic size estimate (a common rule of thumb for
-# English BPE tokenizers). The estimate only has to be stable, not exact.
-CHARS_PER_TOKEN = 4
-
-
-def estimate_tokens(trajectory: Trajectory) -> int:
-    """Estimate a trajectory's tokens: every text field's characters divided by four, rounded up."""
-    chars = 0
-    for m in trajectory.messages:
-        chars += len(m.content or "") + len(m.reasoning_content or "")
-        for call in m.tool_calls or ():
-            chars += len(call.function.name) + len(call.function.arguments)
-    return math.ceil(chars / CHARS_PER_TOKEN)
+__all__ = ["check_format", "estimate_tokens", "pairing_problems"]
 
 
 def pairing_problems(trajectory: Trajectory) -> list[str]:
@@ -64,77 +50,52 @@ def pairing_problems(trajectory: Trajectory) -> list[str]:
     return problems
 
 
-@dataclass(frozen=True)
-class FormatResult:
-    """The hard rejects found, the per-step check and the token estimate."""
-
-    rejects: tuple[Reject, ...]
-    check: Check
-    tokens: int
-
-
-def check_format(
-    trajectory: Trajectory,
-    answer: Answer,
-    found: Mapping[str, Product],
-    *,
-    known_tools: Collection[str],
-    token_budget: int,
-) -> FormatResult:
+def check_format(ctx: JudgingContext) -> Check:
     """Find the hard rejects and score per-step well-formedness.
 
-    Args:
-        trajectory: The trajectory judged.
-        answer: Its final answer (from :func:`judging.answer.final_answer`).
-        found: Catalog products for the answer's ids (unknown ids absent).
-        known_tools: Tool names of the episode's toolset.
-        token_budget: The most estimated tokens a trajectory may have.
-
     Returns:
-        Rejects in the fixed order of ``judging.types.REJECTS``, the ``format`` Check (0 when
-        rejected, else the share of tool calls whose arguments parse and whose tool exists).
+        The ``format`` Check: 0 when rejected, else the share of tool calls whose arguments are
+        a JSON object and whose tool is in the episode's tool set; its ``FormatEvidence`` gives
+        each reject's reason (``rejects`` in the fixed order of ``judging.types.REJECTS``), the
+        malformed steps and the token estimate.
     """
+    answer, calls, tokens = ctx.answer, ctx.calls, ctx.tokens
     reasons: dict[Reject, str] = {}
-    pairing = pairing_problems(trajectory)
+    pairing = pairing_problems(ctx.trajectory)
     if pairing:
         reasons["unanswered_tool_call"] = "; ".join(pairing[:5])
     if answer.recommend_calls != 1:
         reasons["recommend_not_once"] = f"recommend_product called {answer.recommend_calls} times"
     if answer.call is not None:
-        unknown = [pid for pid in answer.product_ids if pid not in found]
+        unknown = [pid for pid in answer.product_ids if pid not in ctx.found]
         if answer.error:
             reasons["unknown_product_id"] = f"answer unreadable: {answer.error}"
         elif unknown:
             reasons["unknown_product_id"] = f"not in the catalog: {', '.join(unknown)}"
-    tokens = estimate_tokens(trajectory)
-    if tokens > token_budget:
-        reasons["too_long"] = f"about {tokens} tokens, over the budget of {token_budget}"
-    calls = trajectory.tool_calls()
+    budget = ctx.config.token_budget
+    if tokens > budget:
+        reasons["too_long"] = f"about {tokens} tokens, over the budget of {budget}"
     if not calls or calls[-1].function.name not in (RECOMMEND, TERMINATE):
         last = calls[-1].function.name if calls else "nothing"
         reasons["no_final_action"] = f"ends with {last}, not recommend_product or terminate"
 
-    bad_steps: list[dict[str, str]] = []
+    known = ctx.config.known_tools
+    bad_steps: list[BadStep] = []
     for call in calls:
-        _, error = parse_arguments(call.function.arguments)
-        if error:
-            bad_steps.append({"call_id": call.id, "problem": error})
-        if call.function.name not in known_tools:
-            bad_steps.append({"call_id": call.id, "problem": f"unknown tool {call.function.name!r}"})
-    bad_ids = {step["call_id"] for step in bad_steps}
+        if isinstance(call.function.parsed, ArgumentError):
+            bad_steps.append(BadStep(call_id=call.id, problem=str(call.function.parsed)))
+        if call.function.name not in known:
+            bad_steps.append(BadStep(call_id=call.id, problem=f"unknown tool {call.function.name!r}"))
+    bad_ids = {step.call_id for step in bad_steps}
     well_formed = (len(calls) - len(bad_ids)) / len(calls) if calls else 0.0
 
-    rejects = tuple(r for r in REJECTS if r in reasons)
-    value = 0.0 if rejects else well_formed
+    evidence = FormatEvidence(reasons=reasons, bad_steps=tuple(bad_steps), tokens=tokens)
+    rejects = evidence.rejects
     explanation = (
         "rejected: " + "; ".join(f"{r} ({reasons[r]})" for r in rejects)
         if rejects
         else f"{len(calls) - len(bad_ids)}/{len(calls)} tool calls well-formed"
     )
-    check = Check(
-        name="format",
-        value=value,
-        explanation=explanation,
-        evidence={"reasons": dict(reasons), "bad_steps": bad_steps, "tokens": tokens},
+    return Check(
+        name="format", value=0.0 if rejects else well_formed, explanation=explanation, evidence=evidence
     )
-    return FormatResult(rejects=rejects, check=check, tokens=tokens)

@@ -1,5 +1,11 @@
 """The judge: runs every check on one trajectory and folds them into a Judgment with one formula.
 
+Every check has one contract (as inspect_ai's scorers): a function of one
+``judging.context.JudgingContext`` returning a ``judging.types.Check`` with typed evidence.
+``RULE_CHECKS`` lists the checks code runs; the reasoning check, which asks an LLM, is a
+coroutine function run after them, and only when they have not zeroed the score already.
+:func:`verdict` reads the checks' evidence into the Judgment.
+
 The score, in one place::
 
     if rejected or fabricated (or, by default, a recommended id was never seen): score = 0
@@ -17,70 +23,53 @@ dominates, and the coefficients only order trajectories of equal outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from arena.tools import DEFAULT_TOOLSET, TOOLSETS
-from arena.types import EpisodeEnd, Product, Task, ToolLogEntry, Trajectory, content_hash
-from judging.answer import final_answer
-from judging.axis import axis_check, classify_axis
+from arena.types import EpisodeEnd, Task, ToolLogEntry, Trajectory
+from judging.axis import check_axis
+from judging.config import SCORER_VERSION, JudgeConfig
+from judging.context import Completer, JudgingContext, ProductLookup
+from judging.errors import JudgingError
 from judging.format import check_format
 from judging.grounding import check_grounding
-from judging.outcome import ProductLookup, outcome_check, score_outcome
+from judging.outcome import check_outcome
 from judging.process import check_process
-from judging.reasoning import SKIPPED, Completer, judge_reasoning, prompt_hash, reasoning_check
-from judging.titles import LEXICAL, TitleMatcher
-from judging.types import Check, Judgment, OutcomeScores, ReasoningVerdict, Versions
+from judging.reasoning import check_reasoning, skipped_reasoning, verdict_of
+from judging.types import (
+    AxisEvidence,
+    Check,
+    EndEvidence,
+    FormatEvidence,
+    GroundingEvidence,
+    Judgment,
+    OutcomeEvidence,
+    OutcomeScores,
+    ProcessEvidence,
+    ReasoningVerdict,
+    Unscored,
+)
 
-SCORER_VERSION = "arena-judge/1"
+__all__ = [
+    "RULE_CHECKS",
+    "SCORER_VERSION",
+    "JudgeConfig",
+    "final_score",
+    "judge",
+    "judge_unanswered",
+    "judgment_summary",
+    "verdict",
+]
 
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    """Everything the verdict depends on besides its inputs (frozen; fingerprinted into the version)."""
-
-    toolset: str = DEFAULT_TOOLSET
-    title_matcher: TitleMatcher = field(default=LEXICAL)
-    title_threshold: float = 0.7
-    knowledge_title_threshold: float = 0.8
-    token_budget: int = 32_768
-    success_weight: float = 0.6
-    grounding_floor: float = 0.5
-    reasoning_floor: float = 0.8
-    hallucination_zeroes: bool = True
-    judge_retries: int = 2
-    judge_timeout_s: float = 60.0
-    judge_backoff_s: float = 1.0
-    judge_zeroed: bool = False  # also ask the LLM about trajectories whose score is already 0
-    catalog_version: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("title_threshold", "knowledge_title_threshold", "success_weight"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be within [0, 1]")
-        for name in ("grounding_floor", "reasoning_floor"):
-            if not 0.0 < getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be within (0, 1]: outcome must dominate")
-        if self.token_budget < 1 or self.judge_retries < 0 or self.judge_timeout_s <= 0:
-            raise ValueError("token_budget, judge_retries and judge_timeout_s must be positive")
-
-    def scoring_fields(self) -> dict[str, Any]:
-        """Return the fields that change a score (not retries or timeouts), for the version fingerprint."""
-        skip = {"title_matcher", "judge_retries", "judge_timeout_s", "judge_backoff_s", "catalog_version"}
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
-        return values | {"title_matcher": self.title_matcher.name}
-
-    def versions(self, *, judge_model: str | None) -> Versions:
-        """Return the Versions: scorer with config fingerprint, judge model, prompt hash, catalog, toolset."""
-        fingerprint = content_hash(self.scoring_fields())[:12]
-        return Versions(
-            scorer=f"{SCORER_VERSION} cfg={fingerprint}",
-            judge_model=judge_model,
-            prompt_hash=prompt_hash(),
-            catalog_version=self.catalog_version,
-            toolset=self.toolset,
-        )
+# The checks code runs, in the order they appear in a Judgment; the reasoning check (an LLM,
+# asynchronous) comes last and only when the rules have not already zeroed the score.
+RULE_CHECKS: tuple[Callable[[JudgingContext], Check], ...] = (
+    check_outcome,
+    check_format,
+    check_grounding,
+    check_process,
+    check_axis,
+)
 
 
 def final_score(
@@ -121,70 +110,71 @@ async def judge(
         config: Thresholds, budgets and coefficients.
 
     Returns:
-        The Judgment: six checks, rejects, outcome components, axis, score and versions.
+        The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
+        components, axis, score and versions.
     """
-    answer = final_answer(trajectory)
-    found: Mapping[str, Product] = products(list(answer.product_ids)) if answer.product_ids else {}
-    known = [tool.name for tool in TOOLSETS.get(config.toolset, TOOLSETS[DEFAULT_TOOLSET])]
-    fmt = check_format(trajectory, answer, found, known_tools=known, token_budget=config.token_budget)
-    grounding = check_grounding(trajectory, log, answer, products)
-    result = score_outcome(
-        task,
-        answer.product_ids,
-        found,
-        matcher=config.title_matcher,
-        title_threshold=config.title_threshold,
-        knowledge_title_threshold=config.knowledge_title_threshold,
+    ctx = JudgingContext(
+        task=task, trajectory=trajectory, log=log, products=products, config=config, completer=completer
     )
-    outcome_value = config.success_weight * result.success + (1 - config.success_weight) * result.partial
-    process, stats = check_process(trajectory, answer, tokens=fmt.tokens)
-    axis = classify_axis(trajectory, log, hidden_calls=len(grounding.hidden_calls))
-    zeroed = bool(fmt.rejects or grounding.fabricated_call_ids) or (
+    checks = [check(ctx) for check in RULE_CHECKS]
+    if _zeroed(checks, config) and not config.judge_zeroed and completer is not None:
+        checks.append(skipped_reasoning(completer, "score is 0"))
+    else:
+        checks.append(await check_reasoning(ctx))
+    return verdict(ctx, checks)
+
+
+def _check(checks: Sequence[Check], name: str) -> Check:
+    found = next((c for c in checks if c.name == name), None)
+    if found is None:
+        raise JudgingError(f"no {name} check among {[c.name for c in checks]}")
+    return found
+
+
+def _zeroed(checks: Sequence[Check], config: JudgeConfig) -> bool:
+    """Whether the rules zero the score: a reject, a fabricated result, a hallucinated id (by default)."""
+    rejects = _check(checks, "format").evidence_as(FormatEvidence).rejects
+    grounding = _check(checks, "grounding").evidence_as(GroundingEvidence)
+    return bool(rejects or grounding.fabricated) or (
         config.hallucination_zeroes and bool(grounding.hallucinated_product_ids)
     )
-    if zeroed and not config.judge_zeroed and completer is not None:
-        verdict = ReasoningVerdict(value=None, model=completer.model, unscored_cause=f"{SKIPPED}: score is 0")
-    else:
-        verdict = await judge_reasoning(
-            task,
-            trajectory,
-            completer,
-            retries=config.judge_retries,
-            timeout_s=config.judge_timeout_s,
-            backoff_s=config.judge_backoff_s,
-        )
+
+
+def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
+    """Fold a trajectory's checks into its Judgment with the score formula (the module docstring)."""
+    config = ctx.config
+    outcome_check = _check(checks, "outcome")
+    outcome = outcome_check.evidence_as(OutcomeEvidence)
+    if outcome.scores is None:
+        raise JudgingError("the outcome check carries no components")
+    rejects = _check(checks, "format").evidence_as(FormatEvidence).rejects
+    grounding_check = _check(checks, "grounding")
+    grounding = grounding_check.evidence_as(GroundingEvidence)
+    reasoning_check = _check(checks, "reasoning")
     score = final_score(
-        zeroed=zeroed,
-        success=result.success,
-        partial=result.partial,
-        grounding=grounding.check.value,
-        reasoning=verdict.value,
+        zeroed=_zeroed(checks, config),
+        success=outcome.success,
+        partial=outcome.partial,
+        grounding=grounding_check.value,
+        reasoning=reasoning_check.value,
         config=config,
     )
-    checks = (
-        outcome_check(result, answered=answer.call is not None and not answer.error, value=outcome_value),
-        fmt.check,
-        grounding.check,
-        process,
-        axis_check(axis),
-        reasoning_check(verdict),
-    )
     return Judgment(
-        task_id=task.task_id,
-        episode_id=trajectory.episode_id,
-        miner_hotkey=trajectory.miner_hotkey,
-        success=result.success,
+        task_id=ctx.task.task_id,
+        episode_id=ctx.trajectory.episode_id,
+        miner_hotkey=ctx.trajectory.miner_hotkey,
+        success=outcome.success,
         score=score,
-        outcome=result.scores,
-        checks=checks,
-        rejects=fmt.rejects,
-        axis=axis.label,
+        outcome=outcome.scores,
+        checks=tuple(checks),
+        rejects=rejects,
+        axis=_check(checks, "axis").evidence_as(AxisEvidence).label,
         hallucinated_product_ids=grounding.hallucinated_product_ids,
         fabricated_call_ids=grounding.fabricated_call_ids,
-        process=stats,
-        reasoning=verdict,
+        process=_check(checks, "process").evidence_as(ProcessEvidence).stats,
+        reasoning=verdict_of(reasoning_check),
         end="completed",
-        versions=config.versions(judge_model=completer.model if completer else None),
+        versions=config.versions(judge_model=ctx.completer.model if ctx.completer else None),
     )
 
 
@@ -201,11 +191,11 @@ def judge_unanswered(
         budget=0.0 if task.intent == "voucher" else None,
     )
     checks = (
-        Check(name="outcome", value=0.0, explanation=reason, evidence={"end": end}),
-        Check(name="format", value=0.0, explanation=reason, evidence={"end": end}),
+        Check(name="outcome", value=0.0, explanation=reason, evidence=EndEvidence(end=end)),
+        Check(name="format", value=0.0, explanation=reason, evidence=EndEvidence(end=end)),
         Check(name="grounding", value=None, explanation=reason),
         Check(name="process", value=None, explanation=reason),
-        Check(name="axis", value=None, explanation=reason, evidence={"label": "unknown"}),
+        Check(name="axis", value=None, explanation=reason, evidence=AxisEvidence(label="unknown")),
         Check(name="reasoning", value=None, explanation=reason),
     )
     return Judgment(
@@ -217,7 +207,7 @@ def judge_unanswered(
         outcome=outcome,
         checks=checks,
         axis="unknown",
-        reasoning=ReasoningVerdict(value=None, unscored_cause=f"{SKIPPED}: no trajectory"),
+        reasoning=ReasoningVerdict(value=None, unscored=Unscored(cause="skipped", detail="no trajectory")),
         end=end,
         versions=config.versions(judge_model=None),
     )

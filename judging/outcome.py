@@ -13,15 +13,16 @@ use ShoppingBench's web rule. ``docs/judging.md`` lists every value and each dev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from arena.types import GoldItem, Product, Task
+from judging.context import JudgingContext, ProductLookup
 from judging.titles import TitleMatcher
-from judging.types import Check, OutcomeScores
+from judging.types import Check, OutcomeEvidence, OutcomeItem, OutcomeScores
 
-ProductLookup = Callable[[Sequence[str]], Mapping[str, Product]]
+__all__ = ["ProductLookup", "check_outcome", "score_item", "score_outcome"]
+
 FIELDS = ("title", "price", "service", "sku_attrs")
 # Budget sums are compared with this slack so that float noise in a sum of prices with cents
 # (0.1 + 0.2) never flips a verdict; it is far below any real price step.
@@ -37,16 +38,6 @@ class ItemScore:
     rule: float
     fields: dict[str, float]
     failed: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class OutcomeResult:
-    """The outcome of one answer: ShoppingBench's components, the verdict and the evidence."""
-
-    scores: OutcomeScores
-    success: bool
-    partial: float
-    items: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _sku_attr_pairs(item: GoldItem) -> list[tuple[str, str]]:
@@ -106,7 +97,7 @@ def score_item(product: Product, item: GoldItem, *, matcher: TitleMatcher, thres
 
 def _score_knowledge(
     task: Task, ids: Sequence[str], found: Mapping[str, Product], *, matcher: TitleMatcher, threshold: float
-) -> OutcomeResult:
+) -> OutcomeEvidence:
     """ShoppingBench's web rule: key attribute in title or description, and title similarity."""
     gold = task.gold[0]
     product = found.get(ids[0]) if ids else None
@@ -131,15 +122,15 @@ def _score_knowledge(
         product=1.0 if product is not None else 0.0,
         fields={"kw": 1.0 if kw is None else kw, "title": title},
     )
-    item = {
-        "position": 0,
-        "product_id": ids[0] if ids else None,
-        "found": product is not None,
-        "gt": gt,
-        "rule": rule,
-        "failed": failed if product is not None else ["missing"],
-    }
-    return OutcomeResult(scores=scores, success=rule >= _FULL, partial=rule, items=[item])
+    item = OutcomeItem(
+        position=0,
+        product_id=ids[0] if ids else None,
+        found=product is not None,
+        gt=gt,
+        rule=rule,
+        failed=tuple(failed) if product is not None else ("missing",),
+    )
+    return OutcomeEvidence(success=rule >= _FULL, partial=rule, items=(item,), scores=scores)
 
 
 def score_outcome(
@@ -150,7 +141,7 @@ def score_outcome(
     matcher: TitleMatcher,
     title_threshold: float,
     knowledge_title_threshold: float,
-) -> OutcomeResult:
+) -> OutcomeEvidence:
     """Score an answer's ids against the task's gold items.
 
     Args:
@@ -162,19 +153,20 @@ def score_outcome(
         knowledge_title_threshold: Title hit threshold for knowledge tasks.
 
     Returns:
-        The outcome components, the success verdict, the partial credit and per-item evidence.
+        The outcome check's evidence: the success verdict, the partial credit, the components
+        (``scores``) and each gold item's position.
     """
     if task.intent == "knowledge":
         return _score_knowledge(task, ids, found, matcher=matcher, threshold=knowledge_title_threshold)
     n = len(task.gold)
     sums = {"rule": 0.0, "gt": 0.0, "product": 0.0} | dict.fromkeys(FIELDS, 0.0)
-    items: list[dict[str, Any]] = []
+    items: list[OutcomeItem] = []
     basket: list[Product] = []
     for position, gold in enumerate(task.gold):
         pid = ids[position] if position < len(ids) else None
         product = found.get(pid) if pid is not None else None
         if product is None:
-            items.append({"position": position, "product_id": pid, "found": False, "failed": ["missing"]})
+            items.append(OutcomeItem(position=position, product_id=pid, found=False, failed=("missing",)))
             continue
         item = score_item(product, gold, matcher=matcher, threshold=title_threshold)
         basket.append(product)
@@ -184,14 +176,9 @@ def score_outcome(
         for f in FIELDS:
             sums[f] += item.fields[f]
         items.append(
-            {
-                "position": position,
-                "product_id": pid,
-                "found": True,
-                "gt": item.gt,
-                "rule": item.rule,
-                "failed": list(item.failed),
-            }
+            OutcomeItem(
+                position=position, product_id=pid, found=True, gt=item.gt, rule=item.rule, failed=item.failed
+            )
         )
     complete = len(basket) == n
     shops = {p.shop_id for p in basket}
@@ -210,7 +197,7 @@ def score_outcome(
     gate = shop if shop is not None else budget
     success = scores.rule >= _FULL and (gate is None or gate >= _FULL)
     partial = scores.rule if gate is None else (scores.rule + gate) / 2
-    return OutcomeResult(scores=scores, success=success, partial=partial, items=items)
+    return OutcomeEvidence(success=success, partial=partial, items=tuple(items), scores=scores)
 
 
 def _budget(task: Task, basket: Sequence[Product], *, shop_count: int) -> float:
@@ -222,25 +209,41 @@ def _budget(task: Task, basket: Sequence[Product], *, shop_count: int) -> float:
     return 1.0 if min(total, after) <= task.budget + BUDGET_EPSILON else 0.0
 
 
-def outcome_check(result: OutcomeResult, *, answered: bool, value: float) -> Check:
-    """Wrap an outcome result as the ``outcome`` Check with its evidence."""
-    s = result.scores
-    if not answered:
-        explanation = "no readable recommend_product answer"
-    elif result.success:
-        explanation = f"success: every constraint met (rule={s.rule:.3f}, gt={s.gt:.3f})"
-    else:
-        broken = sorted({f for item in result.items for f in item.get("failed", [])})
-        explanation = (
-            f"not every constraint met (rule={s.rule:.3f}); broken: {', '.join(broken) or 'shop/budget'}"
-        )
-        if s.shop == 0.0:
-            explanation += "; not one shop"
-        if s.budget == 0.0:
-            explanation += "; over budget"
+def check_outcome(ctx: JudgingContext) -> Check:
+    """The ``outcome`` check: the answer scored against the task, valued ``w * success + (1 - w) * partial``.
+
+    ``w`` is ``JudgeConfig.success_weight``; the ``OutcomeEvidence`` carries the components.
+    """
+    config, answer = ctx.config, ctx.answer
+    result = score_outcome(
+        ctx.task,
+        answer.product_ids,
+        ctx.found,
+        matcher=config.title_matcher,
+        title_threshold=config.title_threshold,
+        knowledge_title_threshold=config.knowledge_title_threshold,
+    )
+    value = config.success_weight * result.success + (1 - config.success_weight) * result.partial
     return Check(
         name="outcome",
         value=value,
-        explanation=explanation,
-        evidence={"success": result.success, "partial": result.partial, "items": result.items},
+        explanation=_explain(result, answered=answer.call is not None and not answer.error),
+        evidence=result,
     )
+
+
+def _explain(result: OutcomeEvidence, *, answered: bool) -> str:
+    s = result.scores or OutcomeScores(rule=0.0, gt=0.0, product=0.0)
+    if not answered:
+        return "no readable recommend_product answer"
+    if result.success:
+        return f"success: every constraint met (rule={s.rule:.3f}, gt={s.gt:.3f})"
+    broken = sorted({f for item in result.items for f in item.failed})
+    explanation = (
+        f"not every constraint met (rule={s.rule:.3f}); broken: {', '.join(broken) or 'shop/budget'}"
+    )
+    if s.shop == 0.0:
+        explanation += "; not one shop"
+    if s.budget == 0.0:
+        explanation += "; over budget"
+    return explanation

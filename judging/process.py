@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from arena.types import Trajectory, canonical_json
-from judging.answer import Answer, parse_arguments, split_ids
+from arena.types import ToolCall, canonical_json
+from judging.answer import named_ids
+from judging.context import JudgingContext
 from judging.titles import title_tokens
-from judging.types import Check, ProcessStats
+from judging.types import Check, ProcessEvidence, ProcessStats
 
 SEARCH_TOOLS = ("find_product", "find_products_in_same_shop")
 VIEW_TOOL = "view_product_information"
@@ -26,9 +27,9 @@ EFFICIENT_DEPTH = 12
 WEIGHTS = {"searched": 0.3, "verified": 0.4, "no_loops": 0.2, "efficiency": 0.1}
 
 
-def _query_key(arguments: str) -> str | None:
-    args, _ = parse_arguments(arguments)
-    if args is None:
+def _query_key(call: ToolCall) -> str | None:
+    args = call.function.parsed
+    if not isinstance(args, dict):
         return None
     q = args.get("q")
     if not isinstance(q, str):
@@ -37,31 +38,28 @@ def _query_key(arguments: str) -> str | None:
     return " ".join(sorted(title_tokens(q)))
 
 
-def _call_key(arguments: str) -> str:
-    args, _ = parse_arguments(arguments)
-    return canonical_json(args) if args is not None else arguments.strip()
+def _call_key(call: ToolCall) -> str:
+    args = call.function.parsed
+    return canonical_json(args) if isinstance(args, dict) else call.function.arguments.strip()
 
 
-def process_stats(trajectory: Trajectory, answer: Answer, *, tokens: int) -> tuple[ProcessStats, float]:
+def process_stats(ctx: JudgingContext) -> tuple[ProcessStats, float]:
     """Count how the agent worked; also return the share of answer ids viewed before the answer."""
-    calls = trajectory.tool_calls()
+    calls, answer = ctx.calls, ctx.answer
     searches = [c for c in calls if c.function.name in SEARCH_TOOLS]
-    keys = [_query_key(c.function.arguments) for c in searches]
+    keys = [_query_key(c) for c in searches]
     reformulations = sum(1 for a, b in zip(keys, keys[1:], strict=False) if a != b)
     viewed: set[str] = set()
     for call in calls:
         if answer.call is not None and call.id == answer.call.id:
             break
         if call.function.name == VIEW_TOOL:
-            args, _ = parse_arguments(call.function.arguments)
-            if args is not None:
-                ids, _ = split_ids(args.get("product_ids", args.get("product_id", "")))
-                viewed.update(ids)
+            viewed.update(named_ids(call) or named_ids(call, "product_id"))
     ids = answer.product_ids
     verified_share = sum(1 for pid in ids if pid in viewed) / len(ids) if ids else 0.0
-    repeats = Counter((c.function.name, _call_key(c.function.arguments)) for c in calls)
+    repeats = Counter((c.function.name, _call_key(c)) for c in calls)
     loops = sum(1 for n in repeats.values() if n >= LOOP_REPEATS)
-    depth = sum(1 for m in trajectory.messages if m.role == "assistant" and m.tool_calls)
+    depth = sum(1 for m in ctx.trajectory.messages if m.role == "assistant" and m.tool_calls)
     stats = ProcessStats(
         tool_calls=len(calls),
         searches=len(searches),
@@ -70,14 +68,14 @@ def process_stats(trajectory: Trajectory, answer: Answer, *, tokens: int) -> tup
         verified=bool(ids) and verified_share == 1.0,
         loops=loops,
         depth=depth,
-        tokens=tokens,
+        tokens=ctx.tokens,
     )
     return stats, verified_share
 
 
-def check_process(trajectory: Trajectory, answer: Answer, *, tokens: int) -> tuple[Check, ProcessStats]:
-    """Score the process and return the ``process`` Check with the raw counts."""
-    stats, verified_share = process_stats(trajectory, answer, tokens=tokens)
+def check_process(ctx: JudgingContext) -> Check:
+    """Score the process: the ``process`` Check, with the weighted parts and the raw counts as evidence."""
+    stats, verified_share = process_stats(ctx)
     parts = {
         "searched": 1.0 if stats.searches else 0.0,
         "verified": verified_share,
@@ -90,10 +88,9 @@ def check_process(trajectory: Trajectory, answer: Answer, *, tokens: int) -> tup
         f"{'verified' if stats.verified else 'not verified'} before recommending, "
         f"{stats.loops} loops, depth {stats.depth}"
     )
-    check = Check(
+    return Check(
         name="process",
         value=round(value, 6),
         explanation=explanation,
-        evidence={"parts": parts, "stats": stats.model_dump()},
+        evidence=ProcessEvidence(parts=parts, stats=stats),
     )
-    return check, stats

@@ -13,32 +13,37 @@ Timeouts, errors and refused replies are retried with exponential backoff, then 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import lru_cache
-from importlib import resources
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
+from arena.arguments import loads_finite
 from arena.types import Task, Trajectory
+from judging.context import Completer, JudgingContext
 from judging.errors import JudgeUnavailable
-from judging.types import Check, ReasoningVerdict
+from judging.reasoning_prompt import build_messages, prompt_hash
+from judging.types import Check, ReasoningEvidence, ReasoningVerdict, Unscored
+
+__all__ = [
+    "VERDICT_SCHEMA",
+    "Completer",
+    "OpenAICompleter",
+    "check_reasoning",
+    "gated_value",
+    "injection_signals",
+    "judge_reasoning",
+    "parse_verdict",
+    "reasoning_check",
+    "skipped_reasoning",
+    "verdict_of",
+]
 
 logger = logging.getLogger(__name__)
 
 SCALE = (0, 1, 2, 3, 4)
 GATES = ("inference_present", "tool_results_analysed", "datum_cited", "candidates_compared")
-# Causes of an unscored verdict. Only the first three are outages of the judge itself.
-OUTAGE_CAUSES = ("timeout", "error", "unparseable")
-DISABLED = "disabled"
-SKIPPED = "skipped"
-# (assistant field, tool result) character limits, tried in order until the rendered episode
-# fits MAX_EPISODE_CHARS (about 12k tokens), so a long episode cannot overflow a small judge.
-LIMITS = ((4000, 1200), (1500, 400), (600, 150), (200, 60))
-MAX_EPISODE_CHARS = 48_000
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _INJECTION = [
     re.compile(p, re.IGNORECASE)
@@ -71,19 +76,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 ResponseFormat = Literal["none", "json_object", "json_schema"]
-
-
-class Completer(Protocol):
-    """A chat endpoint at temperature 0 that returns the assistant's text for ``messages``."""
-
-    @property
-    def model(self) -> str:
-        """The pinned model name (recorded in every Judgment)."""
-        ...
-
-    async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Return the reply text; raise on transport errors (the caller retries)."""
-        ...
 
 
 class OpenAICompleter:
@@ -142,72 +134,6 @@ class OpenAICompleter:
         await self._client.close()
 
 
-@lru_cache(maxsize=1)
-def prompt_template() -> str:
-    """Return the prompt template shipped in ``judging/prompts/reasoning.md``."""
-    return resources.files("judging").joinpath("prompts/reasoning.md").read_text(encoding="utf-8")
-
-
-@lru_cache(maxsize=1)
-def prompt_hash() -> str:
-    """Return the sha256 (first 16 hex digits) of the prompt template, recorded in every Judgment."""
-    return hashlib.sha256(prompt_template().encode("utf-8")).hexdigest()[:16]
-
-
-def _cut(text: str | None, limit: int) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[:limit] + f" …[{len(text) - limit} chars cut]"
-
-
-def _rows(trajectory: Trajectory, field_chars: int, tool_chars: int) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for m in trajectory.messages:
-        if m.role == "system":
-            continue
-        row: dict[str, Any] = {"role": m.role}
-        if m.reasoning_content:
-            row["reasoning"] = _cut(m.reasoning_content, field_chars)
-        if m.content:
-            row["content"] = _cut(m.content, tool_chars if m.role == "tool" else field_chars)
-        if m.tool_calls:
-            row["tool_calls"] = [
-                {"id": c.id, "name": c.function.name, "arguments": _cut(c.function.arguments, field_chars)}
-                for c in m.tool_calls
-            ]
-        if m.tool_call_id:
-            row["tool_call_id"] = m.tool_call_id
-        rows.append(row)
-    return rows
-
-
-def render_trajectory(trajectory: Trajectory) -> str:
-    """Render the trajectory as JSON data with every ``<`` and ``>`` escaped, so it cannot close its block.
-
-    Long fields are cut, more tightly the longer the episode (``LIMITS``), to stay within
-    ``MAX_EPISODE_CHARS`` where the cuts allow.
-    """
-    text = ""
-    for field_chars, tool_chars in LIMITS:
-        text = json.dumps(_rows(trajectory, field_chars, tool_chars), ensure_ascii=False, indent=1)
-        if len(text) <= MAX_EPISODE_CHARS:
-            break
-    return text.replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-def build_messages(task: Task, trajectory: Trajectory) -> list[dict[str, str]]:
-    """Fill the prompt template: a system message with the rubric, a user message with the data."""
-    template = prompt_template()
-    system, _, user = template.partition("## user")
-    system = system.replace("## system", "", 1).strip()
-    task_text = json.dumps({"intent": task.intent, "query": task.query}, ensure_ascii=False)
-    task_text = task_text.replace("<", "\\u003c").replace(">", "\\u003e")
-    user = (
-        user.strip().replace("{{TASK}}", task_text).replace("{{TRAJECTORY}}", render_trajectory(trajectory))
-    )
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
-
-
 def injection_signals(trajectory: Trajectory) -> list[str]:
     """Return the places where the miner's own text addresses the judge (assistant text, tool arguments)."""
     found: list[str] = []
@@ -236,12 +162,9 @@ def parse_verdict(text: str) -> tuple[int, dict[str, bool], bool, tuple[str, ...
     if start < 0 or end < start:
         raise JudgeUnavailable("unparseable", "no JSON object in the reply")
 
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"non-finite {constant}")
-
     try:
-        value = json.loads(body[start : end + 1], parse_constant=refuse)
-    except ValueError as exc:
+        value = loads_finite(body[start : end + 1])
+    except (ValueError, RecursionError) as exc:
         raise JudgeUnavailable("unparseable", str(exc)) from exc
     if not isinstance(value, dict):
         raise JudgeUnavailable("unparseable", "reply is not a JSON object")
@@ -290,7 +213,7 @@ async def judge_reasoning(
     Returns:
         A verdict with a value from {0, .25, .5, .75, 1}; 0 with ``injection_flagged`` when
         the miner's text addresses the judge (found by code even without a judge, or by the
-        judge); None with ``unscored_cause`` when no judge is configured or it stayed
+        judge); None with ``unscored`` (the cause) when no judge is configured or it stayed
         unavailable after ``retries`` retries.
     """
     model = completer.model if completer is not None else None
@@ -298,7 +221,7 @@ async def judge_reasoning(
         # Code found the miner's text addressing the judge: the lowest value, judge or not.
         return ReasoningVerdict(value=0.0, model=model, labels=("injection_attempt",), injection_flagged=True)
     if completer is None:
-        return ReasoningVerdict(value=None, unscored_cause=DISABLED)
+        return ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))
     messages = build_messages(task, trajectory)
     failure = JudgeUnavailable("error", "no attempt made")
     for attempt in range(retries + 1):
@@ -326,21 +249,57 @@ async def judge_reasoning(
             return ReasoningVerdict(value=gated_value(score, gates), model=completer.model, labels=labels)
         logger.warning("reasoning_judge attempt=%d cause=%s", attempt + 1, failure.cause)
     return ReasoningVerdict(
-        value=None, model=completer.model, unscored_cause=f"{failure.cause}: {failure.detail}"
+        value=None, model=completer.model, unscored=Unscored(cause=failure.cause, detail=failure.detail)
     )
 
 
 def reasoning_check(verdict: ReasoningVerdict) -> Check:
-    """Wrap a verdict as the ``reasoning`` Check."""
+    """Wrap a verdict as the ``reasoning`` Check (its evidence carries the whole verdict but the value)."""
     if verdict.value is None:
-        explanation = f"unscored ({verdict.unscored_cause})"
+        explanation = f"unscored ({verdict.unscored})"
     elif verdict.injection_flagged:
         explanation = "injection attempt flagged: the trajectory addresses the judge"
     else:
         explanation = f"gated rubric {verdict.value:.2f} by {verdict.model}"
-    return Check(
-        name="reasoning",
-        value=verdict.value,
-        explanation=explanation,
-        evidence={"model": verdict.model, "labels": list(verdict.labels), "prompt_hash": prompt_hash()},
+    evidence = ReasoningEvidence(
+        model=verdict.model,
+        labels=verdict.labels,
+        prompt_hash=prompt_hash(),
+        injection_flagged=verdict.injection_flagged,
+        unscored=verdict.unscored,
+    )
+    return Check(name="reasoning", value=verdict.value, explanation=explanation, evidence=evidence)
+
+
+def verdict_of(check: Check) -> ReasoningVerdict:
+    """Read the verdict back from a ``reasoning`` Check (the inverse of :func:`reasoning_check`)."""
+    evidence = check.evidence_as(ReasoningEvidence)
+    return ReasoningVerdict(
+        value=check.value,
+        model=evidence.model,
+        labels=evidence.labels,
+        injection_flagged=evidence.injection_flagged,
+        unscored=evidence.unscored,
+    )
+
+
+async def check_reasoning(ctx: JudgingContext) -> Check:
+    """The ``reasoning`` check: the context's completer judges (unscored, never 0, when it fails)."""
+    config = ctx.config
+    verdict = await judge_reasoning(
+        ctx.task,
+        ctx.trajectory,
+        ctx.completer,
+        retries=config.judge_retries,
+        timeout_s=config.judge_timeout_s,
+        backoff_s=config.judge_backoff_s,
+    )
+    return reasoning_check(verdict)
+
+
+def skipped_reasoning(completer: Completer | None, detail: str) -> Check:
+    """The ``reasoning`` check when the judge is not asked (``detail`` says why): unscored, ``skipped``."""
+    model = completer.model if completer is not None else None
+    return reasoning_check(
+        ReasoningVerdict(value=None, model=model, unscored=Unscored(cause="skipped", detail=detail))
     )

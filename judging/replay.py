@@ -24,11 +24,12 @@ def replay_log(trajectory: Trajectory, ctx: ToolContext) -> list[ToolLogEntry]:
     return [
         run_logged(
             call.function.name,
-            call.function.arguments,
+            call.function.parsed,
             ctx,
             episode_id=trajectory.episode_id,
             seq=seq,
             call_id=call.id,
+            raw=call.function.arguments,
         )
         for seq, call in enumerate(trajectory.tool_calls())
     ]

@@ -1,10 +1,25 @@
-"""Judging vocabulary: a check's verdict, the outcome components, process counts and the Judgment."""
+"""Judging vocabulary: checks and their typed evidence, the outcome components, process counts, the Judgment.
+
+Every check returns a :class:`Check`: a value in [0, 1] or None (unscored), an explanation,
+and evidence of the check's own type (``OutcomeEvidence`` ... ``ReasoningEvidence``). A stored
+check reads back with the same evidence type (``EVIDENCE``, by check name); a stored shape no
+model knows (hand-made checks, older data) reads back as the plain dict it was.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, TypeVar, get_args
 
-from pydantic import Field, model_validator
+from pydantic import (
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from arena.types import Frozen, content_hash
 
@@ -20,24 +35,6 @@ Reject = Literal[
     "no_final_action",
 ]
 REJECTS: tuple[Reject, ...] = get_args(Reject)
-
-
-class Check(Frozen):
-    """One check's verdict: a value in [0, 1], or None when it could not be scored.
-
-    None ("unscored") is not zero: an unscored check is left out of the score, never counted
-    against the miner.
-    """
-
-    name: str
-    value: float | None = Field(default=None, ge=0, le=1)
-    explanation: str = ""
-    evidence: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def scored(self) -> bool:
-        """Whether the check produced a value."""
-        return self.value is not None
 
 
 class OutcomeScores(Frozen):
@@ -78,14 +75,274 @@ class Versions(Frozen):
     toolset: str | None = None
 
 
+# Why the reasoning check is unscored. Only the outages (the judge's own failures) keep a
+# judgment out of the weights; "disabled" (no judge configured) and "skipped" (the score was
+# already 0, or there was no trajectory) are decisions, not faults.
+UnscoredCause = Literal["disabled", "skipped", "timeout", "error", "unparseable"]
+UNSCORED_CAUSES: tuple[UnscoredCause, ...] = get_args(UnscoredCause)
+OutageCause = Literal["timeout", "error", "unparseable"]
+OUTAGE_CAUSES: tuple[OutageCause, ...] = get_args(OutageCause)
+
+
+class Unscored(Frozen):
+    """Why a check has no value: a typed cause and a free-text detail (never parsed)."""
+
+    cause: UnscoredCause
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.cause}: {self.detail}" if self.detail else self.cause
+
+
 class ReasoningVerdict(Frozen):
-    """The LLM reasoning judge's part: a value on the allowed scale, or None (unscored)."""
+    """The LLM reasoning judge's part: a value on the allowed scale, or None with why (``unscored``)."""
 
     value: float | None = Field(default=None, ge=0, le=1)
     model: str | None = None
     labels: tuple[str, ...] = ()
     injection_flagged: bool = False
-    unscored_cause: str | None = None
+    unscored: Unscored | None = None
+
+    @property
+    def outage(self) -> bool:
+        """Whether the value is missing because the configured judge failed (timeout, error, bad reply)."""
+        return self.value is None and self.unscored is not None and self.unscored.cause in OUTAGE_CAUSES
+
+
+# --------------------------------------------------------------------------- evidence
+
+
+class Evidence(Frozen):
+    """Base of a check's typed evidence."""
+
+
+class _SparseEvidence(Evidence):
+    """Evidence whose ``omitted_at_default`` fields are left out of the stored form at their default.
+
+    The shapes the first judgments were stored (and content-hashed) in had no such key, and a
+    verdict's stored form must not change under it.
+    """
+
+    omitted_at_default: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        fields = type(self).model_fields
+        for name in self.omitted_at_default:
+            if getattr(self, name) == fields[name].default:
+                data.pop(name, None)
+        return data
+
+
+class NoEvidence(Evidence):
+    """No evidence (a check that could not look at anything)."""
+
+
+class EndEvidence(Evidence):
+    """How an episode without a usable trajectory ended (``judging.judge.judge_unanswered``)."""
+
+    end: str
+
+
+class OutcomeItem(Frozen):
+    """One gold item's position in the answer: the id there, whether it exists, and what it broke."""
+
+    position: int
+    product_id: str | None
+    found: bool
+    gt: bool | None = None  # None (left out) where no product stood at the position
+    rule: float | None = None
+    failed: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unscored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("gt", "rule"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+
+class OutcomeEvidence(_SparseEvidence):
+    """The outcome check's evidence: the verdict, the partial credit, the components and each item."""
+
+    omitted_at_default = ("scores",)
+
+    success: bool
+    partial: float
+    items: tuple[OutcomeItem, ...]
+    scores: OutcomeScores | None = None  # absent from judgments stored before it was kept here
+
+
+class BadStep(Frozen):
+    """A tool call that is not well formed, and how."""
+
+    call_id: str
+    problem: str
+
+
+class FormatEvidence(Evidence):
+    """The format check's evidence: each hard reject's reason, the malformed steps, the token estimate."""
+
+    reasons: dict[Reject, str]
+    bad_steps: tuple[BadStep, ...]
+    tokens: int
+
+    @property
+    def rejects(self) -> tuple[Reject, ...]:
+        """The hard rejects found, in the fixed order of ``REJECTS``."""
+        return tuple(r for r in REJECTS if r in self.reasons)
+
+
+class Claim(Frozen):
+    """One statement an assistant makes about a product (``judging.claims``), and whether it holds."""
+
+    product_id: str
+    kind: Literal["price", "attribute"]
+    key: str
+    stated: str
+    actual: str
+    correct: bool
+
+
+class GroundingEvidence(Evidence):
+    """The grounding check's evidence: what reconciliation with the tool log and the catalog found."""
+
+    fabricated: dict[str, str]  # call id -> why its tool message is not what the server returned
+    hidden_calls: tuple[str, ...]
+    hallucinated_product_ids: tuple[str, ...]
+    claims: tuple[Claim, ...]
+    shown: float
+    ids_grounded: float
+    claims_correct: float
+
+    @property
+    def fabricated_call_ids(self) -> tuple[str, ...]:
+        """The fabricated call ids, sorted."""
+        return tuple(sorted(self.fabricated))
+
+
+class ProcessEvidence(Evidence):
+    """The process check's evidence: the weighted parts and the raw counts."""
+
+    parts: dict[str, float]
+    stats: ProcessStats
+
+
+class AxisEvidence(_SparseEvidence):
+    """The axis check's evidence: the label, and either the nonce counts or the step counts behind it.
+
+    Attested (nonces): ``attested`` and ``nonces``. Inferred: ``attested`` false, ``steps``,
+    ``kinds`` (driven / narrated / silent), ``hidden_calls``, ``verbatim_query_searches`` and,
+    where some nonces were invalid, ``invalid_nonces``. Nothing but the label when there was no
+    trajectory.
+    """
+
+    omitted_at_default = (
+        "attested",
+        "nonces",
+        "steps",
+        "kinds",
+        "hidden_calls",
+        "verbatim_query_searches",
+        "invalid_nonces",
+    )
+
+    label: Axis
+    attested: bool | None = None
+    nonces: dict[str, int] | None = None
+    steps: int | None = None
+    kinds: dict[str, int] | None = None
+    hidden_calls: int | None = None
+    verbatim_query_searches: int | None = None
+    invalid_nonces: int | None = None
+
+
+class ReasoningEvidence(_SparseEvidence):
+    """The reasoning check's evidence: the judge model, its labels, the prompt, and why it is unscored."""
+
+    omitted_at_default = ("injection_flagged", "unscored")
+
+    model: str | None
+    labels: tuple[str, ...]
+    prompt_hash: str
+    injection_flagged: bool = False
+    unscored: Unscored | None = None
+
+
+# The evidence types each check's stored evidence may read back as, tried in order.
+EVIDENCE: dict[str, tuple[type[Evidence], ...]] = {
+    "outcome": (OutcomeEvidence, EndEvidence),
+    "format": (FormatEvidence, EndEvidence),
+    "grounding": (GroundingEvidence,),
+    "process": (ProcessEvidence,),
+    "axis": (AxisEvidence,),
+    "reasoning": (ReasoningEvidence,),
+}
+E = TypeVar("E", bound=Evidence)
+# Per evidence type: (its required keys, all its keys); a stored dict is tried only where it fits.
+_KEYS = {
+    model: (
+        frozenset(n for n, f in model.model_fields.items() if f.is_required()),
+        frozenset(model.model_fields),
+    )
+    for models in EVIDENCE.values()
+    for model in models
+}
+
+
+_NO_EVIDENCE = NoEvidence()  # frozen, so one instance serves every empty evidence read back
+
+
+def _typed_evidence(name: str, value: dict[str, Any]) -> Evidence | dict[str, Any]:
+    if not value:
+        return _NO_EVIDENCE
+    keys = value.keys()
+    for model in EVIDENCE.get(name, ()):
+        required, known = _KEYS[model]
+        if required <= keys <= known:
+            try:
+                return model.model_validate(value)
+            except ValidationError:
+                continue
+    return value
+
+
+class Check(Frozen):
+    """One check's verdict: a value in [0, 1], or None when it could not be scored.
+
+    None ("unscored") is not zero: an unscored check is left out of the score, never counted
+    against the miner.
+    """
+
+    name: str
+    value: float | None = Field(default=None, ge=0, le=1)
+    explanation: str = ""
+    evidence: SerializeAsAny[Evidence] | dict[str, Any] = Field(default_factory=NoEvidence)
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _type_the_evidence(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, dict):
+            return _typed_evidence(str(info.data.get("name", "")), value)
+        return value
+
+    @property
+    def scored(self) -> bool:
+        """Whether the check produced a value."""
+        return self.value is not None
+
+    def evidence_as(self, kind: type[E]) -> E:
+        """The evidence as ``kind``.
+
+        Raises:
+            TypeError: the evidence is of another type (a check of another name, or a stored
+                shape no evidence model reads).
+        """
+        if not isinstance(self.evidence, kind):
+            raise TypeError(f"check {self.name!r} has {type(self.evidence).__name__}, not {kind.__name__}")
+        return self.evidence
 
 
 class Judgment(Frozen):
@@ -133,8 +390,7 @@ class Judgment(Frozen):
         Such a judgment's score is provisional: weights should leave it out (scored as None),
         so that an outage on our side never moves weights.
         """
-        cause = self.reasoning.unscored_cause or ""
-        return self.reasoning.value is None and cause.split(":")[0] in ("timeout", "error", "unparseable")
+        return self.reasoning.outage
 
     @property
     def fabricated(self) -> bool:

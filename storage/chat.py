@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from arena.tools import DEFAULT_TOOLSET, TOOLSETS, parse_arguments, tool_schemas
+from arena.arguments import ArgumentError, split_product_ids
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS, tool_schemas
 from arena.types import Message, Trajectory
 from storage.records import JudgedTrace
 
@@ -149,8 +150,8 @@ def _body(messages: tuple[Message, ...], known: set[str]) -> list[dict[str, Any]
         for call in item.tool_calls or ():
             if call.function.name not in known:
                 return "unknown_tool"
-            arguments = parse_arguments(call.function.arguments)
-            if isinstance(arguments, str):
+            arguments = call.function.parsed  # read once, by the tool server's own parser
+            if isinstance(arguments, ArgumentError):
                 return "bad_arguments"
             if call.id in answered or call.id in pending:
                 return "duplicate_call_id"
@@ -178,16 +179,11 @@ def _body(messages: tuple[Message, ...], known: set[str]) -> list[dict[str, Any]
 
 
 def answer_ids(record: ChatRecord) -> tuple[str, ...]:
-    """Return the product ids of the last ``recommend_product`` call (trimmed, de-duplicated), or ()."""
+    """Return the product ids of the last ``recommend_product`` call, read as the judge reads them, or ()."""
     last: Any = None
     for item in record.messages:
         for call in item["tool_calls"] or ():
             if call["function"]["name"] == RECOMMEND:
                 last = call["function"]["arguments"].get("product_ids")
-    pieces = last.split(",") if isinstance(last, str) else last if isinstance(last, list) else []
-    seen: dict[str, None] = {}
-    for piece in pieces:
-        text = str(piece).strip()
-        if text:
-            seen.setdefault(text, None)
-    return tuple(seen)
+    ids, _ = split_product_ids(last)
+    return ids

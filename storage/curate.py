@@ -6,10 +6,11 @@ after dedup; it runs before, because dedup collapses each group onto its best-ra
 
 Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces);
 stages 1-5 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
-row (canonical record, dedup keys, rank). Stage 6 then walks the workspace one leak cluster at
-a time, best-ranked first, holding only that cluster's kept step sets and cap counters. So
+``Row`` (canonical record, dedup keys, rank). Stage 6 then walks the workspace one leak cluster
+at a time, best-ranked first, holding only that cluster's kept step sets and cap counters. So
 memory is O(batch_size + largest cluster's kept traces + tasks), never O(traces); the disk
-holds the surviving records once. The split and the audit need every exported task (O(tasks)).
+holds the surviving records once. The split, the audit and the GRPO rows need the observed
+tasks, which the run keeps as read (``Curation.tasks``: each task validated once per run).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import cast
 
@@ -35,7 +36,9 @@ from storage.gates import (
     MAIN,
     UNSCORED,
     CurationConfig,
+    Gate,
     Split,
+    Stream,
     axis_route,
     cluster_of,
     grounded,
@@ -49,7 +52,7 @@ from storage.records import JudgedTrace
 from storage.signature import jaccard, strategy, structural_score
 from storage.tasks import tasks_in_pool
 from storage.traces import iter_judged, judged_miners, recent_trajectories
-from storage.workspace import KEPT, Row, Workspace
+from storage.workspace import KEPT, Observed, Row, Workspace
 
 logger = logging.getLogger(__name__)
 # Pools the audit sees for each side of the split (the audit compares pools).
@@ -59,11 +62,12 @@ MAX_REPORTED_VIOLATIONS = 5
 
 @dataclass
 class Curation:
-    """A finished curation run: its workspace (the surviving traces), funnel, split and audit."""
+    """A finished curation run: its workspace (surviving traces), observed tasks, funnel, split and audit."""
 
     config: CurationConfig
     workspace: Workspace
     funnel: Funnel
+    tasks: dict[str, Task] = field(default_factory=dict)  # every observed task, by id
     cluster_split: dict[str, Split] = field(default_factory=dict)
     audit: AuditReport | None = None
 
@@ -77,7 +81,7 @@ def curate(
     workspace: Workspace,
     *,
     config: CurationConfig | None = None,
-    exported_tasks: Callable[[Workspace], Iterable[str]] | None = None,
+    audit_all_tasks: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> Curation:
     """Run the funnel over every judged trace in the database.
@@ -86,8 +90,8 @@ def curate(
         session: the database session to stream from (one short read transaction per page).
         workspace: the scratch store the survivors go to (the caller closes it).
         config: selection and split settings (defaults documented on ``CurationConfig``).
-        exported_tasks: which task ids the export will write rows for (default: every task of a
-            surviving trace); the audit runs over exactly these.
+        audit_all_tasks: the export writes a row for every observed task (GRPO), so the audit
+            runs over all of them; otherwise over the tasks of the surviving traces.
         progress: called with the number of traces read after each page.
 
     Raises:
@@ -98,11 +102,11 @@ def curate(
     miner_axes = _miner_axes(session, config.miner_axis_sample)
     if miner_axes:
         funnel.stages["axis"].notes["miner_axes"] = dict(sorted(Counter(miner_axes.values()).items()))
-    read, last_seq = _ingest(session, workspace, config, funnel, progress, miner_axes)
+    curation = Curation(config=config, workspace=workspace, funnel=funnel)
+    read, last_seq = _ingest(session, curation, progress, miner_axes)
     funnel.source = {"traces": read, "last_seq": last_seq}
     _dedup(workspace, config, funnel)
-    curation = Curation(config=config, workspace=workspace, funnel=funnel)
-    task_ids = set(exported_tasks(workspace) if exported_tasks else _surviving_tasks(workspace))
+    task_ids = set(curation.tasks) if audit_all_tasks else _surviving_tasks(workspace)
     _split_and_audit(session, curation, task_ids)
     logger.info(
         "curate traces=%d kept=%d train=%d eval=%d",
@@ -132,19 +136,27 @@ def _miner_axes(session: Session, sample: int) -> dict[str, Axis]:
 
 def _ingest(
     session: Session,
-    workspace: Workspace,
-    config: CurationConfig,
-    funnel: Funnel,
+    curation: Curation,
     progress: Callable[[int], None] | None,
     miner_axes: dict[str, Axis],
 ) -> tuple[int, int]:
+    workspace, config, funnel = curation.workspace, curation.config, curation.funnel
     read, last_seq, page = 0, 0, []
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
-        workspace.add_task(trace.task.task_id, cluster_of(trace.task), trace.task.model_dump_json())
-        reward = (trace.judgment.score, trace.judgment.success, json.dumps(turn_rewards(trace)))
+        curation.tasks.setdefault(trace.task.task_id, trace.task)
         workspace.add_observed(
-            [(trace.seq, trace.task.task_id, trace.episode.episode_id, trace.episode.miner_hotkey, *reward)]
+            [
+                Observed(
+                    seq=trace.seq,
+                    task_id=trace.task.task_id,
+                    episode_id=trace.episode.episode_id,
+                    miner=trace.episode.miner_hotkey,
+                    score=trace.judgment.score,
+                    success=trace.judgment.success,
+                    turn_rewards=tuple(turn_rewards(trace)),
+                )
+            ]
         )
         row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey))
         if row is not None:
@@ -164,7 +176,7 @@ def _ingest(
 
 def _stages(
     trace: JudgedTrace, config: CurationConfig, funnel: Funnel, miner_axis: Axis | None
-) -> tuple[object, ...] | None:
+) -> Row | None:
     """Run stages 1-5 on one trace; return its workspace row, or None when it is dropped."""
     funnel.entered("normalise")
     record = normalise(trace)
@@ -180,8 +192,7 @@ def _stages(
     funnel.passed("hard_rejects")
     stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
     if stream == MAIN:
-        route = axis_route(trace.judgment, config, miner_axis)
-        stream = _gate(funnel, "axis", None if route == MAIN else route)
+        stream = _gate(funnel, "axis", axis_route(trace.judgment, config, miner_axis))
     if stream is None:
         return None
     if stream == MAIN:
@@ -190,23 +201,20 @@ def _stages(
     return _workspace_row(trace, record, stream, config)
 
 
-def _gate(funnel: Funnel, stage: str, outcome: str | None) -> str | None:
-    """Count one trace through a gate: None passes (MAIN), "aside:<stream>" sets aside, else a drop (None)."""
+def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
+    """Count one trace through a gate; return the stream it goes on in, or None when it is dropped."""
     funnel.entered(stage)
-    if outcome is None:
+    if gate.action == "pass":
         funnel.passed(stage)
-        return MAIN
-    if outcome.startswith("aside:"):
-        stream = outcome.removeprefix("aside:")
-        funnel.set_aside(stage, stream)
-        return stream
-    funnel.drop(stage, outcome)
-    return None
+    elif gate.action == "aside":
+        funnel.set_aside(stage, gate.stream)
+    else:
+        funnel.drop(stage, gate.reason)
+        return None
+    return gate.stream
 
 
-def _workspace_row(
-    trace: JudgedTrace, record: ChatRecord, stream: str, config: CurationConfig
-) -> tuple[object, ...]:
+def _workspace_row(trace: JudgedTrace, record: ChatRecord, stream: Stream, config: CurationConfig) -> Row:
     judgment, task = trace.judgment, trace.task
     keys = strategy(record)
     versions = {
@@ -218,24 +226,24 @@ def _workspace_row(
         "generator": task.generator_version,
     }
     document = {"messages": record.messages, "prompt_length": record.prompt_length, "toolset": record.toolset}
-    return (
-        trace.seq,
-        trace.episode.episode_id,
-        task.task_id,
-        cluster_of(task),
-        trace.episode.miner_hotkey,
-        stream,
-        judgment.success,
-        positive(judgment, config),
-        grounded(judgment),
-        judgment.score,
-        structural_score(judgment),
-        keys.exact,
-        json.dumps(sorted(keys.steps)),
-        json.dumps(keys.answer),
-        judgment.content_hash,
-        json.dumps(versions),
-        json.dumps(document, ensure_ascii=False),
+    return Row(
+        seq=trace.seq,
+        episode_id=trace.episode.episode_id,
+        task_id=task.task_id,
+        cluster=cluster_of(task),
+        miner=trace.episode.miner_hotkey,
+        stream=stream,
+        success=judgment.success,
+        label=positive(judgment, config),
+        grounded=grounded(judgment),
+        score=judgment.score,
+        structural=structural_score(judgment),
+        exact=keys.exact,
+        steps=keys.steps,
+        answer=keys.answer,
+        judgment_hash=judgment.content_hash,
+        versions=versions,
+        record=json.dumps(document, ensure_ascii=False),
     )
 
 
@@ -298,12 +306,12 @@ class _ClusterState:
         return KEPT
 
 
-def _surviving_tasks(workspace: Workspace) -> list[str]:
+def _surviving_tasks(workspace: Workspace) -> set[str]:
     rows = workspace.query(
         "SELECT DISTINCT task_id FROM traces LEFT JOIN decisions USING (seq) "
         "WHERE stream != 'main' OR decisions.state = 'kept'"
     )
-    return [task_id for (task_id,) in rows]
+    return {task_id for (task_id,) in rows}
 
 
 def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -> None:
@@ -311,13 +319,13 @@ def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -
     funnel, workspace, config = curation.funnel, curation.workspace, curation.config
     tasks: list[Task] = []
     clusters: dict[Split, set[str]] = {"train": set(), "eval": set()}
-    for task_id, cluster, text in workspace.tasks():
-        if task_id not in task_ids:
-            continue
+    for task_id in sorted(task_ids):
+        task = curation.tasks[task_id]
+        cluster = cluster_of(task)
         side = split_of(cluster, config)
         curation.cluster_split[cluster] = side
         clusters[side].add(cluster)
-        tasks.append(Task.model_validate_json(text).model_copy(update={"pool": SPLIT_POOL[side]}))
+        tasks.append(task.model_copy(update={"pool": SPLIT_POOL[side]}))
     per_side: Counter[Split] = Counter()
     for row in workspace.kept(MAIN):
         per_side[curation.split(row.cluster)] += 1

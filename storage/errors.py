@@ -5,7 +5,8 @@ StorageError
 ├── ConflictError    a write reuses a key (episode id, task id, round id) with different content
 ├── MissingRecord    a write refers to a record that is not stored (task, round, episode)
 └── CurationError    curation or export cannot go on
-    └── SplitLeakError   the task audit found a leak across the train / eval split
+    ├── SplitLeakError   the task audit found a leak across the train / eval split
+    └── RowError         an export row does not match its format (a bug in the export)
 
 Every database failure leaves storage as a ``StorageError`` (raised ``from`` the driver's
 error), so callers never need to import SQLAlchemy or a driver to handle one.
@@ -36,3 +37,7 @@ class CurationError(StorageError):
 
 class SplitLeakError(CurationError):
     """The train / eval split leaks: the task audit found tasks on both sides that share an answer."""
+
+
+class RowError(CurationError):
+    """An export row does not match its format (a bug in the export, never a data problem)."""

@@ -28,12 +28,11 @@ import pyarrow.parquet as pq
 from datasets import Dataset
 from sqlalchemy.orm import Session
 
-from arena.types import Task
 from storage.card import dataset_card
 from storage.curate import Curation, curate
 from storage.errors import CurationError
 from storage.formats import FEATURES, FORMATS, validate_row
-from storage.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split
+from storage.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split, cluster_of
 from storage.manifest import build_manifest
 from storage.rows import aside_row, dpo_pairs, dpo_row, grpo_row, kto_row, sft_row
 from storage.workspace import RANK_ORDER, Row, Workspace
@@ -134,14 +133,10 @@ def curate_and_export(
             session,
             workspace,
             config=config,
-            exported_tasks=_all_tasks if "grpo" in formats else None,
+            audit_all_tasks="grpo" in formats,
             progress=progress,
         )
         return export(curation, out_dir, formats=formats, source=source)
-
-
-def _all_tasks(workspace: Workspace) -> Iterable[str]:
-    return (task_id for task_id, _, _ in workspace.tasks())
 
 
 def export(
@@ -198,7 +193,7 @@ class _Run:
     def imitation(self) -> None:
         """SFT (positives) and KTO (all, with their label) from the kept traces, in ingest order."""
         for row in self.workspace.kept(MAIN):
-            record = row.record_json()
+            record = row.document
             if "sft" in self.formats and row.label:
                 self.sinks[("sft", self._note(row))].write(sft_row(record), row.episode_id)
             if "kto" in self.formats:
@@ -208,25 +203,25 @@ class _Run:
         """DPO pairs, task by task."""
         for chosen, rejected in _pairs(self.workspace):
             self._note(rejected)
-            pair = dpo_row(chosen.record_json(), rejected.record_json())
+            pair = dpo_row(chosen.document, rejected.document)
             self.sinks[("dpo", self._note(chosen))].write(pair, [chosen.episode_id, rejected.episode_id])
 
     def aside(self) -> None:
         """The traces set aside (axis B; unscored under ``separate``)."""
         for stream in self.streams:
             for row in self.workspace.kept(stream):
-                self.sinks[(stream, self._note(row))].write(aside_row(row, row.record_json()), row.episode_id)
+                self.sinks[(stream, self._note(row))].write(aside_row(row, row.document), row.episode_id)
 
     def grpo(self) -> None:
         """One RL prompt per observed task, with its ground truth and observed rewards."""
-        for task_id, cluster, text in self.workspace.tasks():
-            task = Task.model_validate_json(text)
+        for task_id, task in sorted(self.curation.tasks.items()):
+            cluster = cluster_of(task)
             best = self.workspace.best(task_id)
             side = self.curation.split(cluster)
             self.splits[side]["tasks"].add(task_id)
             self.splits[side]["clusters"].add(cluster)
             row = grpo_row(
-                task, best=best.record_json() if best else None, observed=self.workspace.observed(task_id)
+                task, best=best.document if best else None, observed=self.workspace.observed(task_id)
             )
             self.sinks[("grpo", side)].write(row, task_id)
 
@@ -257,7 +252,7 @@ class _Run:
             funnel=content,
             files=files,
             versions=self.versions,
-            sources=_sources(self.workspace, exported),
+            sources=Counter(self.curation.tasks[task_id].source for task_id in exported),
             created_at=created_at,
         )
         footer = f"\nSource database: `{source}`.\n" if source else ""
@@ -274,12 +269,6 @@ def _pairs(workspace: Workspace) -> Iterable[tuple[Row, Row]]:
             group = []
         group.append(row)
     yield from dpo_pairs(group)
-
-
-def _sources(workspace: Workspace, task_ids: set[str]) -> Counter[str]:
-    return Counter(
-        Task.model_validate_json(text).source for task_id, _, text in workspace.tasks() if task_id in task_ids
-    )
 
 
 def _move_into(staging: Path, out_dir: Path) -> None:

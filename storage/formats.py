@@ -24,7 +24,7 @@ from typing import Any
 from datasets import Features, Json, List, Value
 
 from storage.chat import MESSAGE_KEYS
-from storage.errors import CurationError
+from storage.errors import RowError
 
 FORMATS: tuple[str, ...] = ("sft", "kto", "dpo", "grpo")
 ROLES = ("system", "user", "assistant", "tool")
@@ -67,10 +67,6 @@ FEATURES: dict[str, Features] = {
         }
     ),
 }
-
-
-class RowError(CurationError):
-    """An export row does not match its format (a bug in the export, never a data problem)."""
 
 
 def validate_row(fmt: str, row: dict[str, Any]) -> None:

@@ -8,12 +8,11 @@ them while streaming. The stage order and what each drop reason means are in
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from arena.types import Task
+from judging.facts import result_facts
 from judging.types import AXES, Axis, Judgment
 from storage.errors import CurationError
 from storage.records import JudgedTrace
@@ -23,7 +22,38 @@ SplitBy = Literal["cluster", "none"]
 Split = Literal["train", "eval"]
 SPLITS: tuple[Split, ...] = ("train", "eval")
 # Streams a surviving trace can flow into: the imitation sets, or one of the files set aside.
-MAIN, AXIS_B, UNSCORED = "main", "axis_b", "unscored"
+Stream = Literal["main", "axis_b", "unscored"]
+MAIN: Stream = "main"
+AXIS_B: Stream = "axis_b"
+UNSCORED: Stream = "unscored"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A gate's decision on one trace: pass it on, set it aside into a stream of its own, or drop it.
+
+    Attributes:
+        action: ``pass``, ``aside`` or ``drop``.
+        stream: where the trace goes on: ``MAIN`` when it passes, its file's stream when set aside.
+        reason: why it is dropped (the funnel's drop reason); empty otherwise.
+    """
+
+    action: Literal["pass", "aside", "drop"]
+    stream: Stream = MAIN
+    reason: str = ""
+
+
+PASS = Gate("pass")
+
+
+def aside(stream: Stream) -> Gate:
+    """Set the trace aside into ``stream``."""
+    return Gate("aside", stream=stream)
+
+
+def drop(reason: str) -> Gate:
+    """Drop the trace for ``reason``."""
+    return Gate("drop", reason=reason)
 
 
 @dataclass(frozen=True)
@@ -102,14 +132,14 @@ def hard_reject(trace: JudgedTrace) -> str | None:
     return None
 
 
-def reasoning_gate(judgment: Judgment, config: CurationConfig) -> str | None:
-    """Stage 3: None to pass, ``"aside:unscored"`` to set aside, else the drop reason."""
+def reasoning_gate(judgment: Judgment, config: CurationConfig) -> Gate:
+    """Stage 3: the reasoning judge's value against the minimum; unscored traces per ``config.unscored``."""
     verdict = judgment.reasoning
     if verdict.injection_flagged:
-        return "injection_flagged"
+        return drop("injection_flagged")
     if verdict.value is None:
-        return {"keep": None, "drop": "unscored", "separate": "aside:unscored"}[config.unscored]
-    return "below_min_reasoning" if verdict.value < config.min_reasoning else None
+        return {"keep": PASS, "drop": drop("unscored"), "separate": aside(UNSCORED)}[config.unscored]
+    return drop("below_min_reasoning") if verdict.value < config.min_reasoning else PASS
 
 
 def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
@@ -126,12 +156,12 @@ def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
     return judgment.axis
 
 
-def axis_route(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> str:
-    """Stage 4: ``MAIN`` for the imitation sets, ``"aside:axis_b"``, or the drop reason ``axis_<label>``."""
+def axis_route(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> Gate:
+    """Stage 4: on to the imitation sets; B aside into ``AXIS_B``; other labels dropped (``axis_<label>``)."""
     axis = effective_axis(judgment, miner_axis)
     if axis in config.axes:
-        return MAIN
-    return "aside:axis_b" if axis == "B" else f"axis_{axis}"
+        return PASS
+    return aside(AXIS_B) if axis == "B" else drop(f"axis_{axis}")
 
 
 def positive(judgment: Judgment, config: CurationConfig) -> bool:
@@ -173,24 +203,7 @@ def turn_rewards(trace: JudgedTrace) -> list[float]:
     seen: set[str] = set()
     rewards: list[float] = []
     for entry in trace.tool_log:
-        found = set(_product_ids(entry.result)) & gold - seen if entry.status == "ok" else set()
+        found = result_facts(entry.result).product_ids & gold - seen if entry.status == "ok" else set()
         seen |= found
         rewards.append(round(len(found) / len(gold), 6))
     return rewards
-
-
-def _product_ids(result: str) -> Iterator[str]:
-    try:
-        value: Any = json.loads(result)
-    except ValueError:
-        return
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            pid = item.get("product_id")
-            if isinstance(pid, str | int) and not isinstance(pid, bool):
-                yield str(pid)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)

@@ -48,13 +48,13 @@ def row_to_task(row: TaskRow) -> Task:
 
 
 def episode_content_hash(
-    episode: EpisodeRecord, trajectory: Trajectory | None, tool_log: Sequence[ToolLogEntry]
+    episode: EpisodeRecord, wire: dict[str, Any] | None, tool_log: Sequence[ToolLogEntry]
 ) -> str:
-    """Address an episode, its trajectory and its tool log together (a retried write hashes the same)."""
+    """Address an episode, its trajectory (wire form) and its tool log together (a retry hashes the same)."""
     return content_hash(
         {
             "episode": episode.model_dump(mode="json"),
-            "trajectory": trajectory.to_wire() if trajectory is not None else None,
+            "trajectory": wire,
             "tool_log": [entry.model_dump(mode="json") for entry in tool_log],
         },
         prefix="e-",
@@ -62,9 +62,9 @@ def episode_content_hash(
 
 
 def episode_to_row(
-    episode: EpisodeRecord, trajectory: Trajectory | None, *, content_hash: str, now: datetime
+    episode: EpisodeRecord, wire: dict[str, Any] | None, *, content_hash: str, now: datetime
 ) -> EpisodeRow:
-    """Build the row of an episode."""
+    """Build the row of an episode; ``wire`` is its trajectory's ``to_wire()`` (None when unanswered)."""
     return EpisodeRow(
         episode_id=episode.episode_id,
         round_id=episode.round_id,
@@ -75,7 +75,7 @@ def episode_to_row(
         started_at=episode.started_at,
         finished_at=episode.finished_at,
         end_reason=episode.end,
-        trajectory=trajectory.to_wire() if trajectory is not None else None,
+        trajectory=wire,
         content_hash=content_hash,
         stored_at=now,
     )
@@ -165,6 +165,7 @@ def judgment_to_row(judgment: Judgment, *, now: datetime) -> JudgmentRow:
         axis=judgment.axis,
         end_reason=judgment.end,
         reasoning_value=judgment.reasoning.value,
+        reasoning_unscored=judgment.reasoning.unscored.cause if judgment.reasoning.unscored else None,
         scorer=judgment.versions.scorer,
         judged_at=now,
     )

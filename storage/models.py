@@ -174,6 +174,8 @@ class JudgmentRow(Base):
     axis: Mapped[str] = mapped_column(String(16))
     end_reason: Mapped[str] = mapped_column(String)
     reasoning_value: Mapped[float | None] = mapped_column(Double)
+    # Why the reasoning check is unscored (``judging.types.UnscoredCause``), for the weights query.
+    reasoning_unscored: Mapped[str | None] = mapped_column(String(16))
     scorer: Mapped[str] = mapped_column(String(64))
     rejects: Mapped[list[Any]]
     checks: Mapped[list[Any]]

@@ -116,7 +116,8 @@ def save_judged(
             nothing of the episode is written.
     """
     _check_consistent(episode, trajectory, tool_log, judgment, task)
-    episode_hash = episode_content_hash(episode, trajectory, tool_log)
+    wire = trajectory.to_wire() if trajectory is not None else None  # encoded once: hashed and stored
+    episode_hash = episode_content_hash(episode, wire, tool_log)
     try:
         with write_transaction(session, what=f"episode {episode.episode_id}"):
             if _already_stored(session, episode.episode_id, episode_hash, judgment.content_hash):
@@ -124,7 +125,7 @@ def save_judged(
             _require_references(session, episode, task)
             now = datetime.now(UTC)
             # Flushed in dependency order; any failure rolls back the whole episode.
-            session.add(episode_to_row(episode, trajectory, content_hash=episode_hash, now=now))
+            session.add(episode_to_row(episode, wire, content_hash=episode_hash, now=now))
             session.flush()
             session.add_all([log_to_row(entry) for entry in tool_log])
             session.flush()

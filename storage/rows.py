@@ -7,14 +7,13 @@ the tool schemas come from the tool set (``storage.chat.schemas``), not from the
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from arena.tools import DEFAULT_TOOLSET
 from arena.types import Task, canonical_json
 from storage.chat import message, schemas
-from storage.workspace import Row
+from storage.workspace import Observed, Row
 
 
 def sft_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -60,9 +59,9 @@ def dpo_pairs(rows: Sequence[Row]) -> Iterator[tuple[Row, Row]]:
     rejected: dict[str, list[Row]] = {}
     for row in rows:
         if row.label:
-            chosen.setdefault(prompt_key(row.record_json()), []).append(row)
+            chosen.setdefault(prompt_key(row.document), []).append(row)
         elif not row.success and row.grounded:
-            rejected.setdefault(prompt_key(row.record_json()), []).append(row)
+            rejected.setdefault(prompt_key(row.document), []).append(row)
     for key, good in chosen.items():
         yield from zip(good, rejected.get(key, []), strict=False)
 
@@ -71,7 +70,7 @@ def grpo_row(
     task: Task,
     *,
     best: dict[str, Any] | None,
-    observed: Sequence[tuple[str, str, float, bool, str]],
+    observed: Sequence[Observed],
 ) -> dict[str, Any]:
     """A task as an RL prompt with its ground truth and the rewards its served episodes got.
 
@@ -89,9 +88,9 @@ def grpo_row(
         "task_id": task.task_id,
         "intent": task.intent,
         "ground_truth": {"task_id": task.task_id, **task.definition()},
-        "observed_rewards": [score for _, _, score, _, _ in observed],
-        "observed_success": [success for _, _, _, success, _ in observed],
-        "observed_turn_rewards": [json.loads(turns) for _, _, _, _, turns in observed],
+        "observed_rewards": [o.score for o in observed],
+        "observed_success": [o.success for o in observed],
+        "observed_turn_rewards": [list(o.turn_rewards) for o in observed],
     }
 
 

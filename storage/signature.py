@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from arena.arguments import split_product_ids
 from arena.tools import canonical_arguments
 from arena.types import canonical_json
 from judging.types import Judgment
@@ -73,9 +74,8 @@ def _step(name: str, arguments: dict[str, Any]) -> str:
         filters = {k: v for k, v in arguments.items() if k not in ("q", "page")}
         return f"find:{words}|{canonical_json(filters)}"
     if name == "view_product_information":
-        ids = arguments.get("product_ids")
-        pieces = ids.split(",") if isinstance(ids, str) else ids if isinstance(ids, list) else []
-        return "view:" + ",".join(sorted({str(p).strip() for p in pieces if str(p).strip()}))
+        ids, _ = split_product_ids(arguments.get("product_ids"))
+        return "view:" + ",".join(sorted(ids))
     return f"{name}:{canonical_json(arguments)}"
 
 

@@ -6,12 +6,12 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, func, select
 from sqlalchemy.orm import Session
 
 from arena.types import Task, ToolLogEntry, Trajectory
-from judging.reasoning import OUTAGE_CAUSES
 from judging.scores import ScoreSample
+from judging.types import OUTAGE_CAUSES
 from storage.errors import StorageError
 from storage.mapping import row_to_episode, row_to_judgment, row_to_log, row_to_trajectory
 from storage.models import EpisodeRow, JudgmentRow, ToolLogRow
@@ -77,6 +77,7 @@ def _traces(
     session: Session, conditions: list[ColumnElement[bool]], *, batch_size: int, limit: int | None
 ) -> Iterator[JudgedTrace]:
     last, produced = 0, 0
+    tasks: dict[str, Task] = {}  # each task read (and validated) once per iteration, not once per page
     while limit is None or produced < limit:
         size = batch_size if limit is None else min(batch_size, limit - produced)
         rows = session.execute(
@@ -86,7 +87,7 @@ def _traces(
             .order_by(EpisodeRow.seq)
             .limit(size)
         ).all()
-        page = _page(session, [(episode, judgment) for episode, judgment in rows])
+        page = _page(session, [(episode, judgment) for episode, judgment in rows], tasks)
         session.commit()  # end the page's read transaction before handing out the page
         if not page:
             return
@@ -94,10 +95,14 @@ def _traces(
         last, produced = page[-1].seq, produced + len(page)
 
 
-def _page(session: Session, rows: list[tuple[EpisodeRow, JudgmentRow]]) -> list[JudgedTrace]:
+def _page(
+    session: Session, rows: list[tuple[EpisodeRow, JudgmentRow]], tasks: dict[str, Task]
+) -> list[JudgedTrace]:
     if not rows:
         return []
-    tasks = get_tasks(session, task_ids={episode.task_id for episode, _ in rows})
+    missing = {episode.task_id for episode, _ in rows} - tasks.keys()
+    if missing:
+        tasks.update(get_tasks(session, task_ids=missing))
     logs = _logs_of(session, [episode.episode_id for episode, _ in rows])
     return [_trace(episode, judgment, tasks, logs) for episode, judgment in rows]
 
@@ -260,7 +265,9 @@ def score_samples(
 
 
 def _reasoning_outage() -> ColumnElement[bool]:
-    """SQL for ``Judgment.reasoning_outage``: reasoning unscored, cause ``<outage>`` or ``<outage>: ...``."""
-    cause = func.coalesce(JudgmentRow.reasoning["unscored_cause"].as_string(), "")
-    outage = or_(*(or_(cause == name, cause.like(f"{name}:%")) for name in OUTAGE_CAUSES))
-    return and_(JudgmentRow.reasoning_value.is_(None), outage)
+    """SQL for ``Judgment.reasoning_outage``: reasoning unscored because the judge failed.
+
+    Never NULL (a NULL cause reads as ``""``), so that ``NOT`` of it keeps every other judgment.
+    """
+    cause = func.coalesce(JudgmentRow.reasoning_unscored, "")
+    return and_(JudgmentRow.reasoning_value.is_(None), cause.in_(OUTAGE_CAUSES))

@@ -12,7 +12,8 @@ import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,6 @@ CREATE TABLE traces (
 );
 CREATE INDEX traces_rank ON traces (stream, cluster, success DESC, structural DESC, score DESC, episode_id);
 CREATE TABLE decisions (seq INTEGER PRIMARY KEY, state TEXT NOT NULL);
-CREATE TABLE tasks (task_id TEXT PRIMARY KEY, cluster TEXT NOT NULL, task TEXT NOT NULL);
 CREATE TABLE observed (
     seq INTEGER PRIMARY KEY,
     task_id TEXT NOT NULL,
@@ -50,26 +50,6 @@ CREATE TABLE observed (
 );
 CREATE INDEX observed_task ON observed (task_id, seq);
 """
-TRACE_COLUMNS = (
-    "seq",
-    "episode_id",
-    "task_id",
-    "cluster",
-    "miner",
-    "stream",
-    "success",
-    "label",
-    "grounded",
-    "score",
-    "structural",
-    "exact",
-    "steps",
-    "answer",
-    "judgment_hash",
-    "versions",
-    "record",
-)
-_COLUMNS = ",".join(f"traces.{c}" for c in TRACE_COLUMNS)
 KEPT = "kept"
 # Rank order within a group: successes first, then the structural score, the judge's score, the id.
 RANK_ORDER = "success DESC, structural DESC, score DESC, episode_id"
@@ -77,7 +57,12 @@ RANK_ORDER = "success DESC, structural DESC, score DESC, episode_id"
 
 @dataclass(frozen=True)
 class Row:
-    """One surviving trace as stored in the workspace (``record`` still JSON text)."""
+    """One surviving trace as the workspace holds it: what dedup, ranking, split and export need.
+
+    ``record`` is the canonical chat document (``{"messages", "prompt_length", "toolset"}``) as
+    JSON text, encoded once when the trace is added and decoded once per read row (``document``),
+    only by the stages that write it out. The table's columns are this class's fields, in order.
+    """
 
     seq: int
     episode_id: str
@@ -97,17 +82,44 @@ class Row:
     versions: dict[str, str | None]
     record: str
 
-    def record_json(self) -> dict[str, Any]:
-        """Decode the canonical chat record (messages, tools, prompt_length, toolset)."""
+    @cached_property
+    def document(self) -> dict[str, Any]:
+        """The canonical chat record (messages, prompt_length, toolset), decoded on first use."""
         value: dict[str, Any] = json.loads(self.record)
         return value
 
 
-def _row(values: Sequence[Any]) -> Row:
+@dataclass(frozen=True)
+class Observed:
+    """One judged episode of a task as the GRPO rows report it (every stored episode, timeouts too)."""
+
+    seq: int
+    task_id: str
+    episode_id: str
+    miner: str
+    score: float
+    success: bool
+    turn_rewards: tuple[float, ...]  # per logged tool call (``storage.gates.turn_rewards``)
+
+
+TRACE_COLUMNS = tuple(f.name for f in fields(Row))
+_COLUMNS = ",".join(f"traces.{c}" for c in TRACE_COLUMNS)
+
+
+def _encode(row: Row) -> tuple[Any, ...]:
+    """A row's values in ``TRACE_COLUMNS`` order (steps, answer and versions as JSON text)."""
+    as_text = {
+        "steps": json.dumps(sorted(row.steps)),
+        "answer": json.dumps(list(row.answer)),
+        "versions": json.dumps(row.versions),
+    }
+    return tuple(as_text[name] if name in as_text else getattr(row, name) for name in TRACE_COLUMNS)
+
+
+def _decode(values: Sequence[Any]) -> Row:
     data = dict(zip(TRACE_COLUMNS, values, strict=True))
-    data["success"], data["label"], data["grounded"] = (
-        bool(data[k]) for k in ("success", "label", "grounded")
-    )
+    for name in ("success", "label", "grounded"):
+        data[name] = bool(data[name])
     data["steps"] = frozenset(json.loads(data["steps"]))
     data["answer"] = tuple(json.loads(data["answer"]))
     data["versions"] = json.loads(data["versions"])
@@ -136,18 +148,28 @@ class Workspace:
         self._db.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def add_traces(self, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert traces, each a tuple in ``TRACE_COLUMNS`` order (steps, answer, versions as JSON text)."""
+    def add_traces(self, rows: Sequence[Row]) -> None:
+        """Insert surviving traces."""
         marks = ",".join("?" * len(TRACE_COLUMNS))
-        self._db.executemany(f"INSERT INTO traces VALUES ({marks})", rows)
+        self._db.executemany(f"INSERT INTO traces VALUES ({marks})", [_encode(row) for row in rows])
 
-    def add_task(self, task_id: str, cluster: str, task_json: str) -> None:
-        """Record a task once (later calls for the same id change nothing)."""
-        self._db.execute("INSERT OR IGNORE INTO tasks VALUES (?, ?, ?)", (task_id, cluster, task_json))
-
-    def add_observed(self, rows: Sequence[tuple[int, str, str, str, float, bool, str]]) -> None:
-        """Record observed rewards: (seq, task_id, episode_id, miner, score, success, turn_rewards JSON)."""
-        self._db.executemany("INSERT INTO observed VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    def add_observed(self, episodes: Sequence[Observed]) -> None:
+        """Record judged episodes for the GRPO rows' observed rewards."""
+        self._db.executemany(
+            "INSERT INTO observed VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    o.seq,
+                    o.task_id,
+                    o.episode_id,
+                    o.miner,
+                    o.score,
+                    o.success,
+                    json.dumps(list(o.turn_rewards)),
+                )
+                for o in episodes
+            ],
+        )
 
     def decide(self, decisions: Sequence[tuple[int, str]]) -> None:
         """Record dedup decisions: (seq, "kept" or the drop reason)."""
@@ -164,7 +186,7 @@ class Workspace:
             (stream,),
         )
         for values in cursor:
-            yield _row(values)
+            yield _decode(values)
 
     def kept(self, stream: str, *, order: str = "seq") -> Iterator[Row]:
         """Yield a stream's traces that survive dedup (for the aside streams: all), in ``order``."""
@@ -175,7 +197,7 @@ class Workspace:
             f"SELECT {_COLUMNS} FROM traces {join} stream = ? ORDER BY {order}", (stream,)
         )
         for values in cursor:
-            yield _row(values)
+            yield _decode(values)
 
     def best(self, task_id: str) -> Row | None:
         """Return a task's best-ranked trace kept for the imitation sets, or None."""
@@ -184,20 +206,19 @@ class Workspace:
             f"AND stream = 'main' AND task_id = ? ORDER BY {RANK_ORDER} LIMIT 1",
             (task_id,),
         ).fetchone()
-        return _row(values) if values else None
+        return _decode(values) if values else None
 
-    def tasks(self) -> Iterator[tuple[str, str, str]]:
-        """Yield every observed task as (task_id, cluster, task JSON), by id."""
-        yield from self._db.execute("SELECT task_id, cluster, task FROM tasks ORDER BY task_id")
-
-    def observed(self, task_id: str) -> list[tuple[str, str, float, bool, str]]:
-        """Return a task's observed episodes: (episode_id, miner, score, success, turn_rewards JSON)."""
+    def observed(self, task_id: str) -> list[Observed]:
+        """Return a task's observed episodes, in ingest order."""
         rows = self._db.execute(
-            "SELECT episode_id, miner, score, success, turn_rewards FROM observed "
+            "SELECT seq, task_id, episode_id, miner, score, success, turn_rewards FROM observed "
             "WHERE task_id = ? ORDER BY seq",
             (task_id,),
         )
-        return [(e, m, s, bool(ok), t) for e, m, s, ok, t in rows]
+        return [
+            Observed(seq, task, episode, miner, score, bool(ok), tuple(json.loads(turns)))
+            for seq, task, episode, miner, score, ok, turns in rows
+        ]
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Run a read query and return all its rows (only for small, aggregated results)."""

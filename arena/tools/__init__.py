@@ -7,11 +7,11 @@ find_products_in_same_shop and calculate_voucher.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import ValidationError
 
+from arena.arguments import MAX_ARGUMENT_CHARS, ArgumentError, parse_arguments
 from arena.tools import (
     calculate_voucher,
     find_product,
@@ -33,13 +33,12 @@ from arena.types import ToolResult
 
 __all__ = [
     "DEFAULT_TOOLSET",
-    "MAX_ARGUMENT_CHARS",
     "TOOLSETS",
+    "Arguments",
     "Tool",
     "ToolArgs",
     "ToolContext",
     "canonical_arguments",
-    "parse_arguments",
     "run_tool",
     "tool_schemas",
 ]
@@ -55,9 +54,10 @@ TOOLSETS: dict[str, tuple[Tool[Any], ...]] = {
     "arena-2": (*_SB1, find_products_in_same_shop.TOOL, calculate_voucher.TOOL),
 }
 _WIDEST = "arena-2"
-# Arguments are a handful of short strings; anything this long is a runaway generation.
-MAX_ARGUMENT_CHARS = 16_384
 _MAX_NAME_CHARS = 64
+# A call's arguments as a tool takes them: the model's JSON text, or that text already read
+# by ``arena.arguments.parse_arguments`` (an object, or why it is not one).
+Arguments = str | dict[str, Any] | ArgumentError
 
 
 def tool_schemas(toolset: str = DEFAULT_TOOLSET) -> list[dict[str, Any]]:
@@ -74,38 +74,14 @@ def find_tool(name: str, toolset: str = DEFAULT_TOOLSET) -> Tool[Any] | None:
     return next((tool for tool in TOOLSETS[toolset] if tool.name == name), None)
 
 
-def parse_arguments(arguments: str | dict[str, Any]) -> dict[str, Any] | str:
-    """Decode a tool call's arguments into a JSON object, or return why they cannot be.
-
-    A JSON string is decoded strictly (no NaN or Infinity); an empty string means no arguments.
-    """
-    if isinstance(arguments, dict):
-        return arguments
-    if len(arguments) > MAX_ARGUMENT_CHARS:
-        return f"arguments are longer than {MAX_ARGUMENT_CHARS} characters"
-    if not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
-        return f"arguments are not valid JSON ({_first_line(exc)})"
-    if not isinstance(value, dict):
-        return f"arguments must be a JSON object, got {type(value).__name__}"
-    return value
+def _read(arguments: Arguments) -> dict[str, Any] | ArgumentError:
+    return parse_arguments(arguments) if isinstance(arguments, str) else arguments
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed")
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
-
-
-def validate_arguments(tool: Tool[Any], arguments: str | dict[str, Any]) -> ToolArgs | str:
-    """Parse and validate a call's arguments against the tool's model, or return the agent-facing reason."""
-    parsed = parse_arguments(arguments)
-    if isinstance(parsed, str):
+def validate_arguments(tool: Tool[Any], arguments: Arguments) -> ToolArgs | str:
+    """Validate a call's arguments against the tool's model, or return the agent-facing reason."""
+    parsed = _read(arguments)
+    if isinstance(parsed, ArgumentError):
         return f"invalid arguments for {tool.name}: {parsed}"
     try:
         args: ToolArgs = tool.args_model.model_validate(parsed)
@@ -114,12 +90,12 @@ def validate_arguments(tool: Tool[Any], arguments: str | dict[str, Any]) -> Tool
     return args
 
 
-def run_tool(name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> ToolResult:
+def run_tool(name: str, arguments: Arguments, ctx: ToolContext) -> ToolResult:
     """Run one tool call; agent faults come back as ``ToolResult(error=True)``, never as exceptions.
 
     Args:
         name: the tool name the agent called.
-        arguments: the call's arguments, as the model's JSON string or an already-decoded object.
+        arguments: the call's arguments: the model's JSON string, or that string already read.
         ctx: the index and the active tool set.
 
     Returns:
@@ -136,21 +112,22 @@ def run_tool(name: str, arguments: str | dict[str, Any], ctx: ToolContext) -> To
     return tool.run(args, ctx)
 
 
-def canonical_arguments(name: str, arguments: str | dict[str, Any]) -> dict[str, Any]:
+def canonical_arguments(name: str, arguments: Arguments, *, raw: str | None = None) -> dict[str, Any]:
     """Return the canonical form of a call's arguments, as the tool log records them.
 
     Valid arguments are normalised by the tool's model (trimmed, defaults resolved, ``None``
     dropped), so two calls that mean the same thing compare equal, and running the canonical
     form gives the same result. Invalid arguments are kept as decoded, or as ``{"_raw": text}``
-    when they are not a JSON object. Never raises.
+    when they are not a JSON object (``raw`` is that text where ``arguments`` was read already).
+    Never raises.
     """
     # Every tool means the same in every set it belongs to, so the widest set decides.
     tool = find_tool(name, _WIDEST)
-    args = validate_arguments(tool, arguments) if tool is not None else None
+    parsed = _read(arguments)
+    args = validate_arguments(tool, parsed) if tool is not None else None
     if isinstance(args, ToolArgs):
         return args.model_dump(mode="json", exclude_none=True)
-    parsed = parse_arguments(arguments)
     if isinstance(parsed, dict):
         return parsed
-    raw = arguments if isinstance(arguments, str) else ""
-    return {"_raw": raw[:MAX_ARGUMENT_CHARS]}
+    text = arguments if isinstance(arguments, str) else raw or ""
+    return {"_raw": text[:MAX_ARGUMENT_CHARS]}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from arena.arguments import split_product_ids
 from arena.types import ToolResult
 
 if TYPE_CHECKING:
@@ -62,12 +63,8 @@ def error_result(message: str) -> ToolResult:
 
 def parse_ids(text: str) -> list[str]:
     """Split a comma-separated id list: trim each id, drop empties and repeats, keep first-seen order."""
-    seen: dict[str, None] = {}
-    for part in text.split(","):
-        item = part.strip()
-        if item:
-            seen.setdefault(item, None)
-    return list(seen)
+    ids, _ = split_product_ids(text)
+    return list(ids)
 
 
 def check_ids(ids: list[str]) -> list[str]:

@@ -3,7 +3,7 @@
 One ``MinerClient`` per validator process wraps one long-lived ``httpx.AsyncClient``. Every miner
 fault (timeout, refused connection, error status, oversized, compressed, deep or malformed body,
 bad response signature, open circuit) comes back as data: a ``MinerReply`` whose ``end`` says
-how the episode ended and whose ``detail`` starts with the failure kind.
+how the episode ended, ``cause`` which failure it was, and ``detail`` what was seen.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 from pydantic import ValidationError
@@ -41,6 +42,21 @@ logger = logging.getLogger(__name__)
 
 _ERROR_BODY_BYTES = 4096  # how much of a non-200 answer is read for its reason
 
+# Which failure ended a query (the ``arena_miner_request_failures_total`` label); ``end`` groups them.
+FailureCause = Literal[
+    "no_endpoint",  # miner_error: the miner serves no axon
+    "circuit_open",  # miner_error: its breaker is open after repeated failures
+    "connect",  # miner_error: the connection was refused or failed
+    "transport",  # miner_error: another HTTP transport error
+    "http_status",  # miner_error: an answer other than 200
+    "timeout",  # timeout: no complete answer by the hard deadline
+    "encoding",  # malformed: a compressed body (never inflated)
+    "malformed",  # malformed: not a valid TaskResponse, or not the one asked for
+    "too_large",  # too_large: over the byte cap
+    "json_depth",  # too_large: nested deeper than the depth cap
+    "bad_signature",  # bad_signature: the response signature does not verify
+]
+
 
 @dataclass(frozen=True)
 class MinerReply:
@@ -52,7 +68,8 @@ class MinerReply:
         end: how the episode ended (``arena.types.EpisodeEnd``).
         trajectory: the verified trajectory when ``end == "completed"``, else None.
         latency: seconds from sending to the end of the exchange (0 when nothing was sent).
-        detail: empty on success; otherwise the failure kind, then ``: `` and a short message.
+        cause: None on success; otherwise which failure it was.
+        detail: a short message about the failure (free text, never parsed); empty on success.
         status_code: the miner's HTTP status when one arrived.
         response_bytes: body bytes read.
         stop: the agent's own stop reason (informational).
@@ -63,23 +80,21 @@ class MinerReply:
     end: EpisodeEnd
     trajectory: Trajectory | None
     latency: float
+    cause: FailureCause | None = None
     detail: str = ""
     status_code: int | None = None
     response_bytes: int = 0
     stop: str | None = None
 
-    @property
-    def kind(self) -> str | None:
-        """The failure kind (``timeout``, ``too_large``, ``circuit_open``...), None on success."""
-        return self.detail.split(":", 1)[0] if self.end != "completed" else None
-
 
 class _Failure(Exception):
     """An exchange ended as a miner fault; carries what the reply needs."""
 
-    def __init__(self, end: EpisodeEnd, kind: str, message: str = "", *, status: int | None = None) -> None:
-        super().__init__(kind)
-        self.end, self.kind, self.message, self.status = end, kind, message, status
+    def __init__(
+        self, end: EpisodeEnd, cause: FailureCause, message: str = "", *, status: int | None = None
+    ) -> None:
+        super().__init__(cause)
+        self.end, self.cause, self.message, self.status = end, cause, message, status
 
 
 class MinerClient:
@@ -175,16 +190,22 @@ class MinerClient:
         return self._finish(neuron, outcome, latency)
 
     def _finish(self, neuron: Neuron, failure: _Failure, latency: float) -> MinerReply:
-        metrics.MINER_REQUEST_FAILURES.labels(failure.kind).inc()
-        detail = f"{failure.kind}: {failure.message}" if failure.message else failure.kind
-        logger.debug("miner_query uid=%d end=%s detail=%s", neuron.uid, failure.end, detail[:200])
+        metrics.MINER_REQUEST_FAILURES.labels(failure.cause).inc()
+        logger.debug(
+            "miner_query uid=%d end=%s cause=%s detail=%s",
+            neuron.uid,
+            failure.end,
+            failure.cause,
+            failure.message[:200],
+        )
         return MinerReply(
             hotkey=neuron.hotkey,
             uid=neuron.uid,
             end=failure.end,
             trajectory=None,
             latency=latency,
-            detail=detail,
+            cause=failure.cause,
+            detail=failure.message,
             status_code=failure.status,
         )
 

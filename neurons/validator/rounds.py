@@ -344,9 +344,8 @@ class _Episodes:
                 )
         metrics.JUDGE_DURATION.observe(time.monotonic() - started)
         metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
-        if judgment.reasoning_outage:
-            cause = (judgment.reasoning.unscored_cause or "error").split(":")[0]
-            metrics.JUDGE_UNSCORED.labels(cause).inc()
+        if judgment.reasoning_outage and judgment.reasoning.unscored is not None:
+            metrics.JUDGE_UNSCORED.labels(judgment.reasoning.unscored.cause).inc()
         return judgment
 
     async def _store(

@@ -14,8 +14,7 @@ from sqlalchemy import Engine
 from arena.errors import ArenaError
 from arena.index import SearchIndex, build_index, open_index
 from arena.types import EPISODE_ENDS, POOLS
-from judging.reasoning import OUTAGE_CAUSES
-from judging.types import AXES
+from judging.types import AXES, OUTAGE_CAUSES
 from neurons import metrics
 from neurons.errors import NeuronError
 from neurons.protocol import PROTOCOL_VERSION

@@ -27,7 +27,10 @@ from arena.types import (
     Voucher,
     result_hash,
 )
+from judging.config import JudgeConfig
+from judging.context import JudgingContext
 from judging.titles import title_tokens
+from judging.types import Check
 
 CATALOG_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "catalog.jsonl"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -138,6 +141,33 @@ class Episode:
             miner_hotkey=self.hotkey,
             messages=tuple(self.messages),
         )
+
+
+def context(
+    trajectory: Trajectory,
+    log: Sequence[ToolLogEntry] = (),
+    *,
+    task: Task | None = None,
+    config: JudgeConfig | None = None,
+) -> JudgingContext:
+    """A judging context over the fixture catalog (the shop task unless another is given)."""
+    return JudgingContext(
+        task=task or shop_task(),
+        trajectory=trajectory,
+        log=log,
+        products=lookup,
+        config=config or JudgeConfig(),
+    )
+
+
+class Checked:
+    """A check with its typed evidence at hand: ``result.check.value``, ``result.<evidence field>``."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.check.evidence, name)
 
 
 def replace_message(trajectory: Trajectory, index: int, message: Message) -> Trajectory:

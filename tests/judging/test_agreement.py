@@ -16,8 +16,9 @@ import pytest
 from arena.from_tasks import FromTasksCatalog, build_from_tasks
 from arena.shoppingbench import load_shoppingbench
 from arena.types import Product, Task
-from judging.outcome import OutcomeResult, score_outcome
+from judging.outcome import score_outcome
 from judging.titles import LEXICAL, lexical_similarity
+from judging.types import OutcomeEvidence
 
 THRESHOLD, KNOWLEDGE_THRESHOLD = 0.5, 0.8
 
@@ -37,7 +38,7 @@ def products(catalog: FromTasksCatalog) -> dict[str, Product]:
     return {p.product_id: p for p in catalog.products}
 
 
-def score(task: Task, basket: Sequence[Product | str]) -> OutcomeResult:
+def score(task: Task, basket: Sequence[Product | str]) -> OutcomeEvidence:
     """Score a basket of products (or bare ids, which the catalog does not know)."""
     ids = [p.product_id if isinstance(p, Product) else p for p in basket]
     found = {p.product_id: p for p in basket if isinstance(p, Product)}
@@ -51,11 +52,11 @@ def score(task: Task, basket: Sequence[Product | str]) -> OutcomeResult:
     )
 
 
-def failures(result: OutcomeResult) -> set[str]:
+def failures(result: OutcomeEvidence) -> set[str]:
     """Our failures in the catalog's notation (`arena.constraints.task_failures`)."""
     names: set[str] = set()
     for item in result.items:
-        for failed in item.get("failed", []):
+        for failed in item.failed:
             if failed.startswith("title") or failed == "kw":
                 key = failed.split("[")[0]
             elif failed.startswith("price["):
@@ -64,7 +65,7 @@ def failures(result: OutcomeResult) -> set[str]:
                 key = "pair:" + failed[len("sku_attrs:") :]
             else:
                 key = failed
-            names.add(f"{item['position']}:{key}")
+            names.add(f"{item.position}:{key}")
     if result.scores.shop == 0.0:
         names.add("shop")
     if result.scores.budget == 0.0:

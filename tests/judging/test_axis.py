@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from arena.types import Trajectory
-from judging.axis import axis_check, axis_for_miner, classify_axis, mechanical_views, template_signature
+from judging.axis import axis_for_miner, classify_axis, mechanical_views, template_signature
 from tests.judging.factory import Episode, good_shop_episode
 
 # (query, search terms, the id the task wants)
@@ -174,9 +174,9 @@ def model_episode(query: str, steps: list[Step]) -> Episode:
 
 def test_model_driven_trajectories_are_axis_a() -> None:
     set_a = [model_episode(*case).trajectory() for case in MODEL_CASES]
-    assert [classify_axis(t).label for t in set_a] == ["A"] * len(MODEL_CASES)
+    assert [classify_axis(t).evidence.label for t in set_a] == ["A"] * len(MODEL_CASES)
     verdict = axis_for_miner(set_a)
-    assert verdict.label == "A" and verdict.evidence["template"] is None
+    assert verdict.label == "A" and verdict.template is None
 
 
 def test_a_model_with_one_fixed_strategy_is_mixed_as_a_set() -> None:
@@ -184,24 +184,24 @@ def test_a_model_with_one_fixed_strategy_is_mixed_as_a_set() -> None:
     # sequence on every task looks like a harness, so the miner is only "mixed".
     same = [MODEL_CASES[i] for i in (2, 4, 5)] * 2
     trajectories = [model_episode(*case).trajectory() for case in same]
-    assert {classify_axis(t).label for t in trajectories} == {"A"}
+    assert {classify_axis(t).evidence.label for t in trajectories} == {"A"}
     assert axis_for_miner(trajectories).label == "mixed"
 
 
 def test_narrating_harness_is_axis_b() -> None:
     set_b = [harness_episode(q, narrate=True).trajectory() for q, _, _ in CASES]
-    verdicts = [classify_axis(t) for t in set_b]
+    verdicts = [classify_axis(t).evidence for t in set_b]
     assert {v.label for v in verdicts} == {"B"}
-    assert all(v.evidence["verbatim_query_searches"] == 1 for v in verdicts)
+    assert all(v.verbatim_query_searches == 1 for v in verdicts)
     assert axis_for_miner(set_b).label == "B"
 
 
 def test_silent_harness_is_unknown_alone_but_b_as_a_set() -> None:
     set_b = [harness_episode(q, narrate=False).trajectory() for q, _, _ in CASES]
-    assert {classify_axis(t).label for t in set_b} == {"unknown"}
+    assert {classify_axis(t).evidence.label for t in set_b} == {"unknown"}
     verdict = axis_for_miner(set_b)
     assert verdict.label == "B"
-    assert verdict.evidence["template"].startswith("find_product(q=query) > view_product_information()")
+    assert verdict.template.startswith("find_product(q=query) > view_product_information()")
 
 
 def restating_harness_episode(query: str, term: str) -> Episode:
@@ -222,10 +222,10 @@ def restating_harness_episode(query: str, term: str) -> Episode:
 def test_harness_restating_its_arguments_is_b_as_a_set() -> None:
     set_b = [restating_harness_episode(q, terms[0]).trajectory() for q, terms, _ in CASES]
     # One by one, each step names its own arguments, so the trajectories read as model-driven...
-    assert {classify_axis(t).label for t in set_b} <= {"A", "mixed"}
+    assert {classify_axis(t).evidence.label for t in set_b} <= {"A", "mixed"}
     # ...but across tasks the same sentences recur with other data filled in.
     verdict = axis_for_miner(set_b)
-    assert verdict.label == "B" and verdict.evidence["narration_template_share"] == 1.0
+    assert verdict.label == "B" and verdict.narration_template_share == 1.0
 
 
 def test_template_needs_enough_trajectories() -> None:
@@ -237,8 +237,8 @@ def test_repeated_narration_counts_as_template() -> None:
     ep = Episode("nike running shoes")
     for _ in range(3):
         ep.step("Let me search the nike running catalogue again.", ("find_product", {"q": "nike running"}))
-    verdict = classify_axis(ep.trajectory())
-    assert verdict.evidence["kinds"] == {"driven": 1, "narrated": 2}
+    verdict = classify_axis(ep.trajectory()).evidence
+    assert verdict.kinds == {"driven": 1, "narrated": 2}
     assert verdict.label == "mixed"
 
 
@@ -246,15 +246,15 @@ def test_attested_nonces_decide() -> None:
     ep = good_shop_episode()
     traj = ep.trajectory()
     valid = [e.model_copy(update={"nonce_status": "valid"}) for e in ep.log]
-    assert classify_axis(traj, valid).label == "A" and classify_axis(traj, valid).evidence["attested"]
+    assert classify_axis(traj, valid).evidence.label == "A" and classify_axis(traj, valid).evidence.attested
     half = valid[:2] + ep.log[2:]
-    assert classify_axis(traj, half).label == "mixed"
+    assert classify_axis(traj, half).evidence.label == "mixed"
 
 
 def test_hidden_calls_demote_a_to_mixed() -> None:
     traj = good_shop_episode().trajectory()
-    assert classify_axis(traj).label == "A"
-    assert classify_axis(traj, hidden_calls=1).label == "mixed"
+    assert classify_axis(traj).evidence.label == "A"
+    assert classify_axis(traj, hidden_calls=1).evidence.label == "mixed"
 
 
 def test_template_signature_tracks_argument_provenance() -> None:
@@ -273,6 +273,6 @@ def test_template_signature_tracks_argument_provenance() -> None:
 def test_no_steps_is_unknown_and_check_is_unscored() -> None:
     ep = Episode("q")
     ep.say("hello")
-    verdict = classify_axis(Trajectory.model_validate(ep.trajectory().to_wire()))
-    assert verdict.label == "unknown"
-    assert axis_check(verdict).value is None
+    check = classify_axis(Trajectory.model_validate(ep.trajectory().to_wire()))
+    assert check.evidence.label == "unknown"
+    assert check.value is None

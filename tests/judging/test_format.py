@@ -1,18 +1,22 @@
 from __future__ import annotations
 
+from arena.index import SearchIndex
+from arena.tools import ToolContext, run_tool
 from arena.types import Message, Trajectory
-from judging.answer import final_answer
-from judging.format import FormatResult, check_format, estimate_tokens
-from tests.judging.factory import Episode, good_shop_episode, lookup, replace_message, tool_message_index
+from judging.config import JudgeConfig
+from judging.format import check_format, estimate_tokens
+from tests.judging.factory import (
+    Checked,
+    Episode,
+    context,
+    good_shop_episode,
+    replace_message,
+    tool_message_index,
+)
 
-KNOWN = ("find_product", "view_product_information", "recommend_product", "terminate")
 
-
-def run(trajectory: Trajectory, budget: int = 10_000) -> FormatResult:
-    answer = final_answer(trajectory)
-    return check_format(
-        trajectory, answer, lookup(answer.product_ids), known_tools=KNOWN, token_budget=budget
-    )
+def run(trajectory: Trajectory, budget: int = 10_000) -> Checked:
+    return Checked(check_format(context(trajectory, config=JudgeConfig(token_budget=budget))))
 
 
 def test_clean_trajectory_has_no_rejects() -> None:
@@ -77,7 +81,7 @@ def test_unparseable_answer_is_unknown_product_id() -> None:
     ep.step("bye", ("terminate", {}))
     result = run(ep.trajectory())
     assert "unknown_product_id" in result.rejects
-    assert result.check.evidence["bad_steps"][0]["call_id"] == "call_1"
+    assert result.bad_steps[0].call_id == "call_1"
 
 
 def test_too_long_is_rejected() -> None:
@@ -120,3 +124,18 @@ def test_duplicate_call_id_is_rejected() -> None:
     dup = traj.messages[second].model_copy(update={"tool_calls": (call.model_copy(),)})
     result = run(replace_message(traj, second, dup))
     assert "unanswered_tool_call" in result.rejects
+
+
+def test_empty_arguments_read_the_same_to_the_tool_server_and_the_format_check(
+    fixture_index: SearchIndex,
+) -> None:
+    ctx = ToolContext(index=fixture_index)
+    # The one rule: "" is {} everywhere. The tool server runs it as no arguments (so terminate
+    # reports its missing status to the agent, as data), and the judge counts the step well formed.
+    result = run_tool("terminate", "", ctx)
+    assert result.error and result == run_tool("terminate", "{}", ctx)
+    ep = Episode("q")
+    ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
+    ep.step("bye", ("terminate", {}), raw_arguments={0: ""})
+    check = check_format(context(ep.trajectory()))
+    assert check.value == 1.0 and check.evidence.bad_steps == ()  # type: ignore[union-attr]

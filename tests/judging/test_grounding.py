@@ -3,22 +3,23 @@ from __future__ import annotations
 import json
 
 from arena.types import Message, ToolLogEntry, Trajectory, result_hash
-from judging.answer import final_answer
-from judging.claims import find_claims, result_product_ids
-from judging.grounding import GroundingResult, check_grounding
+from judging.claims import find_claims
+from judging.facts import result_facts
+from judging.grounding import check_grounding
 from tests.judging.factory import (
     T0,
+    Checked,
     Episode,
     catalog,
+    context,
     good_shop_episode,
-    lookup,
     replace_message,
     tool_message_index,
 )
 
 
-def run(trajectory: Trajectory, log: list[ToolLogEntry]) -> GroundingResult:
-    return check_grounding(trajectory, log, final_answer(trajectory), lookup)
+def run(trajectory: Trajectory, log: list[ToolLogEntry]) -> Checked:
+    return Checked(check_grounding(context(trajectory, log)))
 
 
 def test_honest_trajectory_is_fully_grounded() -> None:
@@ -149,7 +150,7 @@ def test_basket_figures_are_not_product_claims() -> None:
     assert claims == []
 
 
-def test_result_product_ids_walks_nested_json() -> None:
+def test_result_facts_walk_nested_json() -> None:
     content = json.dumps({"found": True, "products": [{"product_id": 7}, {"product_id": "8"}]})
-    assert result_product_ids(content) == {"7", "8"}
-    assert result_product_ids("unknown product id 9") == set()
+    assert result_facts(content).product_ids == {"7", "8"}
+    assert result_facts("unknown product id 9").product_ids == set()

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from arena.types import Message, Task, ToolLogEntry, Trajectory, result_hash
 from judging.judge import JudgeConfig, final_score, judge, judge_unanswered, judgment_summary
 from judging.reasoning import Completer
-from judging.types import CHECK_NAMES, Judgment
+from judging.types import CHECK_NAMES, Judgment, Unscored
 from tests.judging.factory import (
     T0,
     Episode,
@@ -59,7 +60,7 @@ async def test_correct_shop_task_scores_full_without_a_judge() -> None:
     assert j.success and j.score == 1.0 and j.rejects == () and j.axis == "A"
     assert [c.name for c in j.checks] == list(CHECK_NAMES)
     assert j.outcome.shop == 1.0 and j.outcome.budget is None
-    assert j.reasoning.value is None and j.reasoning.unscored_cause == "disabled"
+    assert j.reasoning.value is None and j.reasoning.unscored == Unscored(cause="disabled")
     assert not j.reasoning_outage
     assert j.versions.judge_model is None and j.versions.scorer.startswith("arena-judge/1 cfg=")
 
@@ -74,7 +75,7 @@ async def test_wrong_answer_gets_partial_credit_below_any_success() -> None:
     ep = good_voucher_episode(ids="3001,3004")  # a second sponge holder (seen) instead of the can opener
     j = await run(voucher_task(), ep.trajectory(), ep.log)
     assert not j.success and 0 < j.score < 0.4
-    assert j.check("outcome").evidence["items"][1]["failed"]  # type: ignore[union-attr]
+    assert j.check("outcome").evidence.items[1].failed  # type: ignore[union-attr]
 
 
 async def test_hallucinated_id_zeroes_the_score() -> None:
@@ -114,7 +115,7 @@ async def test_hidden_call_lowers_but_does_not_zero() -> None:
     j = await run(shop_task(), ep.trajectory(), [*ep.log, hidden])
     assert 0.5 < j.score < 1.0
     assert j.axis == "mixed"
-    assert j.check("grounding").evidence["hidden_calls"] == ["ghost"]  # type: ignore[union-attr]
+    assert j.check("grounding").evidence.hidden_calls == ("ghost",)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -201,7 +202,8 @@ async def test_zeroed_trajectories_skip_the_judge() -> None:
     ep = good_shop_episode()
     ep.step("again", ("recommend_product", {"product_ids": "1001"}))
     j = await run(shop_task(), ep.trajectory(), ep.log, Gullible())
-    assert (j.reasoning.unscored_cause or "").startswith("skipped") and not j.reasoning_outage
+    assert j.reasoning.unscored is not None and j.reasoning.unscored.cause == "skipped"
+    assert not j.reasoning_outage
 
 
 async def test_judgment_is_deterministic_and_content_addressed() -> None:
@@ -266,3 +268,27 @@ async def test_summary_has_exactly_the_cli_contract() -> None:
     assert [c["name"] for c in summary["checks"]] == list(CHECK_NAMES)
     assert set(summary["reasoning"]) == {"value", "model"} and summary["warnings"] == ["w"]
     json.dumps(summary, allow_nan=False)
+
+
+async def test_one_judgment_reads_each_tool_calls_arguments_at_most_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Every check and the judge read the parsed arguments kept on the call; before, one judge()
+    # call decoded a find_product call's arguments eight times, with two parsers that disagreed.
+    ep = good_voucher_episode()
+    ep.step("Look again under another name.", ("find_product", {"q": "can opener manual", "page": 2}))
+    traj = ep.trajectory()
+    per_call = Counter(call.function.arguments for call in traj.tool_calls())  # a text may recur
+    texts = set(per_call)
+    decoded: list[str] = []
+    loads = json.loads
+
+    def counting(text: str | bytes, *args: object, **kwargs: object) -> object:
+        if text in texts:
+            decoded.append(str(text))
+        return loads(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(json, "loads", counting)
+    j = await run(voucher_task(), traj, ep.log, completer=Gullible())
+    assert j.reasoning.model == "gullible"  # every check ran, the LLM judge included
+    assert Counter(decoded) == per_call  # each call's arguments decoded exactly once

@@ -63,7 +63,7 @@ def test_shop_task_with_a_second_shop_fails_on_shop_only() -> None:
 def test_missing_position_fails_shop_and_product() -> None:
     result = outcome(shop_task(), ["1001"])
     assert result.scores.product == 0.5 and result.scores.shop == 0.0 and result.scores.rule == 0.5
-    assert result.items[1]["failed"] == ["missing"]
+    assert result.items[1].failed == ("missing",)
 
 
 def test_sku_best_variant_and_attributes_flattened() -> None:
@@ -128,7 +128,7 @@ def test_percentage_voucher_cap() -> None:
 def test_product_task_title_threshold_decides() -> None:
     task = product_task()
     near = outcome(task, ["2002"])  # Zildjian bronze crash: similar words, wrong material, price ok
-    assert not near.success and "sku_attrs:material=b20 bronze" in near.items[0]["failed"]
+    assert not near.success and "sku_attrs:material=b20 bronze" in near.items[0].failed
     assert outcome(task, ["2001"]).success
 
 

@@ -2,29 +2,36 @@ from __future__ import annotations
 
 import pytest
 
-from judging.answer import final_answer
+from arena.types import Trajectory
+from judging.format import estimate_tokens
 from judging.process import check_process
-from tests.judging.factory import Episode, good_shop_episode, good_voucher_episode
+from judging.types import Check, ProcessStats
+from tests.judging.factory import Episode, context, good_shop_episode, good_voucher_episode
+
+
+def run(traj: Trajectory) -> tuple[Check, ProcessStats]:
+    check = check_process(context(traj))
+    return check, check.evidence.stats  # type: ignore[union-attr]
 
 
 def test_verified_model_driven_process() -> None:
     traj = good_shop_episode().trajectory()
-    check, stats = check_process(traj, final_answer(traj), tokens=100)
+    check, stats = run(traj)
     assert stats.verified and stats.views == 1 and stats.searches == 1 and stats.loops == 0
-    assert stats.depth == 4 and stats.tool_calls == 4 and stats.tokens == 100
+    assert stats.depth == 4 and stats.tool_calls == 4 and stats.tokens == estimate_tokens(traj)
     assert check.value == pytest.approx(1.0)
 
 
 def test_reformulations_count_changes_of_query_not_pages() -> None:
     traj = good_voucher_episode().trajectory()
-    _, stats = check_process(traj, final_answer(traj), tokens=0)
+    _, stats = run(traj)
     assert stats.searches == 2 and stats.reformulations == 1
     ep = Episode("q")
     ep.step("a", ("find_product", {"q": "Nike shoes"}))
     ep.step("b", ("find_product", {"q": "shoes nike", "page": 2}))  # same words: a page turn
     ep.step("c", ("find_product", {"q": "adidas"}))
     ep.step("d", ("recommend_product", {"product_ids": "1003"}))
-    _, stats = check_process(ep.trajectory(), final_answer(ep.trajectory()), tokens=0)
+    _, stats = run(ep.trajectory())
     assert stats.reformulations == 1
 
 
@@ -34,7 +41,7 @@ def test_unverified_and_looping_process_scores_low() -> None:
         ep.step("again", ("find_product", {"q": "nike"}))
     ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
     traj = ep.trajectory()
-    check, stats = check_process(traj, final_answer(traj), tokens=0)
+    check, stats = run(traj)
     assert stats.loops == 1 and not stats.verified
     assert check.value == pytest.approx(0.3 + 0.1)  # searched + efficient, no verify, loops
 
@@ -44,7 +51,7 @@ def test_views_after_the_answer_do_not_verify() -> None:
     ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
     ep.step("peek", ("view_product_information", {"product_ids": "1001"}))
     traj = ep.trajectory()
-    _, stats = check_process(traj, final_answer(traj), tokens=0)
+    _, stats = run(traj)
     assert not stats.verified
 
 
@@ -55,5 +62,5 @@ def test_long_trajectories_lose_efficiency() -> None:
     ep.step("v", ("view_product_information", {"product_ids": "1001"}))
     ep.step("rec", ("recommend_product", {"product_ids": "1001"}))
     traj = ep.trajectory()
-    check, stats = check_process(traj, final_answer(traj), tokens=0)
-    assert stats.depth == 26 and check.evidence["parts"]["efficiency"] == 0.0
+    check, stats = run(traj)
+    assert stats.depth == 26 and check.evidence.parts["efficiency"] == 0.0

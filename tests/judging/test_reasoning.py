@@ -11,15 +11,13 @@ from arena.types import Trajectory
 from judging.errors import JudgeUnavailable
 from judging.reasoning import (
     OpenAICompleter,
-    build_messages,
     gated_value,
     injection_signals,
     judge_reasoning,
     parse_verdict,
-    prompt_hash,
-    render_trajectory,
 )
-from judging.types import ReasoningVerdict
+from judging.reasoning_prompt import build_messages, prompt_hash, render_trajectory
+from judging.types import ReasoningVerdict, Unscored
 from tests.judging.factory import Episode, good_shop_episode, shop_task
 
 
@@ -123,7 +121,7 @@ async def test_out_of_schema_replies_leave_reasoning_unscored(bad: str) -> None:
     completer = Scripted(bad)
     verdict = await run(completer)
     assert verdict.value is None
-    assert (verdict.unscored_cause or "").startswith("unparseable")
+    assert verdict.unscored is not None and verdict.unscored.cause == "unparseable"
     assert len(completer.calls) == 3  # first try plus two retries
 
 
@@ -152,13 +150,13 @@ async def test_timeouts_retry_with_backoff_then_unscored() -> None:
         backoff_s=0.5,
         sleep=sleeps,
     )
-    assert verdict.value is None and (verdict.unscored_cause or "").startswith("timeout")
+    assert verdict.value is None and verdict.unscored is not None and verdict.unscored.cause == "timeout"
     assert sleeps.delays == [0.5, 1.0]
 
 
 async def test_errors_are_unscored_never_zero() -> None:
     verdict = await run(Scripted(ConnectionError("refused")))
-    assert verdict.value is None and (verdict.unscored_cause or "").startswith("error")
+    assert verdict.value is None and verdict.unscored is not None and verdict.unscored.cause == "error"
 
 
 async def test_a_retry_can_recover() -> None:
@@ -169,7 +167,7 @@ async def test_a_retry_can_recover() -> None:
 
 async def test_no_completer_is_disabled() -> None:
     verdict = await run(None)
-    assert verdict.value is None and verdict.unscored_cause == "disabled"
+    assert verdict.value is None and verdict.unscored == Unscored(cause="disabled")
 
 
 def injected_in_reasoning() -> Trajectory:
@@ -304,6 +302,6 @@ async def test_a_real_small_model_is_scored_or_unscored_never_wrong() -> None:
         await completer.aclose()
     assert verdict.model == "smollm2-135m-instruct"
     if verdict.value is None:
-        assert (verdict.unscored_cause or "").split(":")[0] in ("timeout", "error", "unparseable")
+        assert verdict.outage
     else:
         assert verdict.value in (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -9,9 +9,13 @@ import pytest
 from arena.index import SearchIndex, build_index, open_index
 from arena.tools import ToolContext, canonical_arguments, run_tool
 from arena.types import FunctionCall, Message, ToolCall, Trajectory, result_hash
-from judging.answer import final_answer
+from judging.context import JudgingContext
 from judging.grounding import check_grounding
 from judging.replay import replay_log
+from judging.types import GroundingEvidence
+from tests.judging.factory import product_task
+
+TASK = product_task()
 
 
 @pytest.fixture(scope="module")
@@ -60,14 +64,14 @@ def test_replay_logs_every_call_as_the_tool_server_would(index: SearchIndex) -> 
 def test_replayed_log_grounds_an_honest_trajectory_and_catches_a_forged_one(index: SearchIndex) -> None:
     traj = played(index, CALLS)
     log = replay_log(traj, ToolContext(index=index))
-    clean = check_grounding(traj, log, final_answer(traj), index.products)
-    assert clean.fabricated_call_ids == () and clean.hidden_calls == () and clean.check.value == 1.0
+    clean = check_grounding(JudgingContext(task=TASK, trajectory=traj, log=log, products=index.products))
+    evidence = clean.evidence_as(GroundingEvidence)
+    assert evidence.fabricated_call_ids == () and evidence.hidden_calls == () and clean.value == 1.0
     messages = list(traj.messages)
     messages[2] = Message(
         role="tool", tool_call_id="c0", content=json.dumps([{"product_id": "1001", "price": 1}])
     )
     forged = traj.model_copy(update={"messages": tuple(messages)})
-    result = check_grounding(
-        forged, replay_log(forged, ToolContext(index=index)), final_answer(forged), index.products
-    )
-    assert result.fabricated_call_ids == ("c0",)
+    log = replay_log(forged, ToolContext(index=index))
+    result = check_grounding(JudgingContext(task=TASK, trajectory=forged, log=log, products=index.products))
+    assert result.evidence_as(GroundingEvidence).fabricated_call_ids == ("c0",)

@@ -25,7 +25,7 @@ from arena.types import (
     Voucher,
     result_hash,
 )
-from judging.types import Check, Judgment, OutcomeScores, ProcessStats, ReasoningVerdict, Versions
+from judging.types import Check, Judgment, OutcomeScores, ProcessStats, ReasoningVerdict, Unscored, Versions
 from storage.records import EpisodeRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -209,7 +209,7 @@ def make_trace(
             value=None if i % 4 == 0 else 0.8,
             model="judge-model",
             labels=("grounded",),
-            unscored_cause="judge unavailable" if i % 4 == 0 else None,
+            unscored=Unscored(cause="error", detail="judge unavailable") if i % 4 == 0 else None,
         ),
         end=end,
         versions=Versions(

@@ -27,7 +27,7 @@ from arena.types import (
     Trajectory,
     result_hash,
 )
-from judging.types import Check, Judgment, OutcomeScores, ProcessStats, ReasoningVerdict, Versions
+from judging.types import Check, Judgment, OutcomeScores, ProcessStats, ReasoningVerdict, Unscored, Versions
 from storage.records import EpisodeRecord, JudgedTrace
 from storage.repository import save_judged, save_tasks
 from tests.storage.factories import T0, VALIDATOR, Trace, hotkey
@@ -168,7 +168,7 @@ def trace(
             value=reasoning,
             model="judge",
             injection_flagged=injection,
-            unscored_cause=None if reasoning is not None else "judge unavailable",
+            unscored=None if reasoning is not None else Unscored(cause="error", detail="judge unavailable"),
         ),
         end=end,
         versions=Versions(

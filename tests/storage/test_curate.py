@@ -17,9 +17,12 @@ from storage.errors import CurationError, SplitLeakError
 from storage.gates import (
     AXIS_B,
     MAIN,
+    PASS,
     UNSCORED,
     CurationConfig,
+    aside,
     axis_route,
+    drop,
     hard_reject,
     positive,
     reasoning_gate,
@@ -110,32 +113,34 @@ def test_hard_rejects() -> None:
 def test_reasoning_gate_threshold_unscored_policies_and_injection() -> None:
     t = task(1)
     config = CurationConfig(min_reasoning=0.6)
-    assert reasoning_gate(trace(1, t, reasoning=0.6).judgment, config) is None
-    assert reasoning_gate(trace(1, t, reasoning=0.59).judgment, config) == "below_min_reasoning"
-    assert reasoning_gate(trace(1, t, reasoning=0.9, injection=True).judgment, config) == "injection_flagged"
+    assert reasoning_gate(trace(1, t, reasoning=0.6).judgment, config) == PASS
+    assert reasoning_gate(trace(1, t, reasoning=0.59).judgment, config) == drop("below_min_reasoning")
+    assert reasoning_gate(trace(1, t, reasoning=0.9, injection=True).judgment, config) == drop(
+        "injection_flagged"
+    )
     unscored = trace(1, t, reasoning=None).judgment
-    assert reasoning_gate(unscored, config) is None  # the default keeps it: unscored is not zero
-    assert reasoning_gate(unscored, CurationConfig(unscored="drop")) == "unscored"
-    assert reasoning_gate(unscored, CurationConfig(unscored="separate")) == "aside:unscored"
+    assert reasoning_gate(unscored, config) == PASS  # the default keeps it: unscored is not zero
+    assert reasoning_gate(unscored, CurationConfig(unscored="drop")) == drop("unscored")
+    assert reasoning_gate(unscored, CurationConfig(unscored="separate")) == aside(UNSCORED)
 
 
 def test_axis_route() -> None:
     t = task(1)
     config = CurationConfig()
-    assert axis_route(trace(1, t, axis="A").judgment, config) == MAIN
-    assert axis_route(trace(1, t, axis="B").judgment, config) == "aside:axis_b"
-    assert axis_route(trace(1, t, axis="mixed").judgment, config) == "axis_mixed"
-    assert axis_route(trace(1, t, axis="unknown").judgment, CurationConfig(axes=("A", "unknown"))) == MAIN
+    assert axis_route(trace(1, t, axis="A").judgment, config) == PASS
+    assert axis_route(trace(1, t, axis="B").judgment, config) == aside(AXIS_B)
+    assert axis_route(trace(1, t, axis="mixed").judgment, config) == drop("axis_mixed")
+    assert axis_route(trace(1, t, axis="unknown").judgment, CurationConfig(axes=("A", "unknown"))) == PASS
 
 
 def test_a_miner_labelled_b_overrules_its_traces_a_label() -> None:
     t, config = task(1), CurationConfig()
     a_trace = trace(1, t, axis="A").judgment
-    assert axis_route(a_trace, config, "B") == "aside:axis_b"
+    assert axis_route(a_trace, config, "B") == aside(AXIS_B)
     # mixed proves no harness (a steady model repeats one call template too): no overrule
-    assert axis_route(a_trace, config, "mixed") == MAIN
-    assert axis_route(a_trace, config, "A") == MAIN
-    assert axis_route(trace(1, t, axis="mixed").judgment, config, "A") == "axis_mixed"
+    assert axis_route(a_trace, config, "mixed") == PASS
+    assert axis_route(a_trace, config, "A") == PASS
+    assert axis_route(trace(1, t, axis="mixed").judgment, config, "A") == drop("axis_mixed")
 
 
 def _driven(tr: planted.Trace, i: int) -> planted.Trace:

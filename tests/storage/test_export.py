@@ -15,9 +15,9 @@ from datasets import load_dataset
 from sqlalchemy.orm import Session
 
 from storage.chat import message
-from storage.errors import CurationError, SplitLeakError
+from storage.errors import CurationError, RowError, SplitLeakError
 from storage.export import curate_and_export
-from storage.formats import FEATURES, FORMATS, RowError, validate_row
+from storage.formats import FEATURES, FORMATS, validate_row
 from storage.gates import CurationConfig
 from storage.manifest import read_manifest, refuse_leaks, training_clusters
 from tests.storage.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace

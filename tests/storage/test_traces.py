@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from judging.types import Judgment, ReasoningVerdict
+from judging.types import Judgment, ReasoningVerdict, Unscored
 from storage.repository import save_judged, save_tasks, score_samples
 from tests.storage.factories import Trace, hotkey, make_task, make_trace
 
@@ -21,11 +21,11 @@ def test_outage_judgments_leave_the_window_and_older_ones_fill_it(session: Sessi
     save_tasks(session, tasks=[task])
     causes = [
         {"value": 0.5, "model": "m"},  # scored
-        {"value": None, "unscored_cause": "disabled"},  # no judge configured: counts
-        {"value": None, "unscored_cause": "skipped: score is 0"},  # counts
-        {"value": None, "model": "m", "unscored_cause": "timeout: no reply within 60s"},  # outage
-        {"value": None, "model": "m", "unscored_cause": "error: ConnectError"},  # outage
-        {"value": None, "model": "m", "unscored_cause": "unparseable: not JSON"},  # outage
+        {"value": None, "unscored": Unscored(cause="disabled")},  # no judge configured: counts
+        {"value": None, "unscored": Unscored(cause="skipped", detail="score is 0")},  # counts
+        {"value": None, "model": "m", "unscored": Unscored(cause="timeout", detail="no reply within 60s")},
+        {"value": None, "model": "m", "unscored": Unscored(cause="error", detail="ConnectError")},  # outage
+        {"value": None, "model": "m", "unscored": Unscored(cause="unparseable", detail="not JSON")},  # outage
     ]
     traces = [
         _with_reasoning(make_trace(i, task=task, miner=0, score=0.1 * (i + 1)), **c)

@@ -125,7 +125,7 @@ async def test_query_returns_the_verified_trajectory(validator: Wallet, miner: W
     assert reply.trajectory is not None
     assert reply.trajectory.episode_id == request.episode_id
     assert reply.trajectory.miner_hotkey == hotkey_of(miner)
-    assert reply.stop == "terminated" and reply.kind is None and reply.status_code == 200
+    assert reply.stop == "terminated" and reply.cause is None and reply.status_code == 200
     assert reply.latency > 0 and reply.response_bytes > 0
     assert REGISTRY.get_sample_value("arena_miner_request_duration_seconds_count") == before + 1
 
@@ -184,7 +184,9 @@ async def test_trickling_miner_is_cut_off_at_the_deadline(validator: Wallet, min
     finally:
         server.close()
 
-    assert reply.end == "timeout" and reply.detail.startswith("timeout: no complete answer")
+    assert (
+        reply.end == "timeout" and reply.cause == "timeout" and reply.detail.startswith("no complete answer")
+    )
     assert elapsed < 10.0  # the deadline (2 s + 0.5 s grace), not the 60 s the miner would take
     assert failures("timeout") == before + 1
 
@@ -222,7 +224,7 @@ async def test_body_over_the_byte_cap_is_too_large(validator: Wallet, miner: Wal
     for handler in (declared, undeclared):
         async with client_for(validator, handler) as client:
             reply = await client.query(neuron_of(miner), task_request(max_response_bytes=4096))
-        assert reply.end == "too_large" and reply.kind == "too_large", reply.detail
+        assert reply.end == "too_large" and reply.cause == "too_large", reply.detail
 
 
 async def test_compressed_answer_is_refused_not_inflated(validator: Wallet, miner: Wallet) -> None:
@@ -237,7 +239,7 @@ async def test_compressed_answer_is_refused_not_inflated(validator: Wallet, mine
     async with client_for(validator, handle) as client:
         reply = await client.query(neuron_of(miner), task_request())
 
-    assert reply.end == "malformed" and reply.kind == "encoding"
+    assert reply.end == "malformed" and reply.cause == "encoding"
     assert "gzip" in reply.detail
     assert failures("encoding") == before + 1
 
@@ -251,7 +253,7 @@ async def test_deeply_nested_answer_is_refused_before_parsing(validator: Wallet,
     async with client_for(validator, handle, max_json_depth=32) as client:
         reply = await client.query(neuron_of(miner), task_request())
 
-    assert reply.end == "too_large" and reply.kind == "json_depth"
+    assert reply.end == "too_large" and reply.cause == "json_depth"
 
 
 # ---------------------------------------------------------------------------- signatures and schema
@@ -329,19 +331,19 @@ async def test_error_status_is_a_miner_error_with_its_reason(validator: Wallet, 
     async with client_for(validator, handle) as client:
         reply = await client.query(neuron_of(miner), task_request())
     assert reply.end == "miner_error" and reply.status_code == 403
-    assert reply.detail == "http_status: 403 no_permit"
+    assert reply.cause == "http_status" and reply.detail == "403 no_permit"
 
 
 async def test_refused_connection_is_a_miner_error(validator: Wallet, miner: Wallet) -> None:
     async with MinerClient(validator) as client:
         reply = await client.query(neuron_of(miner, "http://127.0.0.1:9"), task_request())
-    assert reply.end == "miner_error" and reply.kind == "connect"
+    assert reply.end == "miner_error" and reply.cause == "connect"
 
 
 async def test_miner_without_endpoint_is_not_called(validator: Wallet, miner: Wallet) -> None:
     async with client_for(validator, honest_miner(miner)) as client:
         reply = await client.query(neuron_of(miner, None), task_request())
-    assert reply.end == "miner_error" and reply.detail == "no_endpoint"
+    assert reply.end == "miner_error" and reply.cause == "no_endpoint" and reply.detail == ""
 
 
 # ---------------------------------------------------------------------------- circuit breaker
@@ -368,11 +370,11 @@ async def test_circuit_opens_after_consecutive_failures_and_closes_after_a_good_
         assert ends == ["miner_error"] * 3 and len(calls) == 3
 
         skipped = await client.query(target, task_request())
-        assert skipped.detail == "circuit_open" and len(calls) == 3  # not sent
+        assert skipped.cause == "circuit_open" and len(calls) == 3  # not sent
 
         clock.advance(61.0)  # half-open: one trial goes out; it fails and the circuit reopens
-        assert (await client.query(target, task_request())).detail.startswith("http_status")
-        assert (await client.query(target, task_request())).detail == "circuit_open"
+        assert (await client.query(target, task_request())).cause == "http_status"
+        assert (await client.query(target, task_request())).cause == "circuit_open"
         assert len(calls) == 4
 
         clock.advance(61.0)

@@ -90,4 +90,4 @@ async def test_scripted_agent_is_honest_and_labelled_a_harness(
     assert sum(j.success for j in judgments) >= len(judgments) // 2
     assert all(j.score >= 0.4 for j in judgments if j.success)  # outcome dominates
     verdict = axis_for_miner([t for t, _ in results])
-    assert verdict.label == "B", verdict.evidence
+    assert verdict.label == "B", verdict

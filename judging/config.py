@@ -1,0 +1,66 @@
+"""What a verdict depends on besides its inputs: thresholds, budgets, coefficients, and their fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS
+from arena.types import content_hash
+from judging.reasoning_prompt import prompt_hash
+from judging.titles import LEXICAL, TitleMatcher
+from judging.types import Versions
+
+SCORER_VERSION = "arena-judge/1"
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything the verdict depends on besides its inputs (frozen; fingerprinted into the version)."""
+
+    toolset: str = DEFAULT_TOOLSET
+    title_matcher: TitleMatcher = field(default=LEXICAL)
+    title_threshold: float = 0.7
+    knowledge_title_threshold: float = 0.8
+    token_budget: int = 32_768
+    success_weight: float = 0.6
+    grounding_floor: float = 0.5
+    reasoning_floor: float = 0.8
+    hallucination_zeroes: bool = True
+    judge_retries: int = 2
+    judge_timeout_s: float = 60.0
+    judge_backoff_s: float = 1.0
+    judge_zeroed: bool = False  # also ask the LLM about trajectories whose score is already 0
+    catalog_version: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("title_threshold", "knowledge_title_threshold", "success_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1]")
+        for name in ("grounding_floor", "reasoning_floor"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within (0, 1]: outcome must dominate")
+        if self.token_budget < 1 or self.judge_retries < 0 or self.judge_timeout_s <= 0:
+            raise ValueError("token_budget, judge_retries and judge_timeout_s must be positive")
+
+    @property
+    def known_tools(self) -> tuple[str, ...]:
+        """The tool names of the episode's tool set (the default set for an unknown name)."""
+        return tuple(tool.name for tool in TOOLSETS.get(self.toolset, TOOLSETS[DEFAULT_TOOLSET]))
+
+    def scoring_fields(self) -> dict[str, Any]:
+        """Return the fields that change a score (not retries or timeouts), for the version fingerprint."""
+        skip = {"title_matcher", "judge_retries", "judge_timeout_s", "judge_backoff_s", "catalog_version"}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in skip}
+        return values | {"title_matcher": self.title_matcher.name}
+
+    def versions(self, *, judge_model: str | None) -> Versions:
+        """Return the Versions: scorer with config fingerprint, judge model, prompt hash, catalog, toolset."""
+        fingerprint = content_hash(self.scoring_fields())[:12]
+        return Versions(
+            scorer=f"{SCORER_VERSION} cfg={fingerprint}",
+            judge_model=judge_model,
+            prompt_hash=prompt_hash(),
+            catalog_version=self.catalog_version,
+            toolset=self.toolset,
+        )
