@@ -1,10 +1,10 @@
 """Typed causes: a judgment's unscored reasoning cause becomes ``{cause, detail}`` and a column.
 
-Revision ID: 0002
-Revises: 0001
+Revision ID: 0003
+Revises: 0002
 Create Date: 2026-12-01
 
-Judgments stored by revision 0001 kept why the reasoning check was unscored as one string,
+Judgments stored before this revision kept why the reasoning check was unscored as one string,
 ``"<cause>: <detail>"`` (``reasoning.unscored_cause``), split again wherever it was read (and
 matched with ``LIKE`` in SQL). From here the verdict says it in typed fields:
 
@@ -34,8 +34,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0002"
-down_revision: str | None = "0001"
+revision: str = "0003"
+down_revision: str | None = "0002"
 branch_labels: str | None = None
 depends_on: str | None = None
 
