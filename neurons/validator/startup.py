@@ -106,8 +106,8 @@ def init_metrics() -> None:
     metrics.WEIGHT_SUBMISSIONS.labels("success")
     for reveal in ("revealed", "missing"):
         metrics.WEIGHT_REVEALS.labels(reveal)
-    for cause in ENDPOINT_CAUSES:
-        metrics.MINER_ENDPOINT_REFUSALS.labels(cause)
+    for refusal in ENDPOINT_CAUSES:
+        metrics.MINER_ENDPOINT_REFUSALS.labels(refusal)
     for result in ("ok", "partial"):
         metrics.ROUNDS.labels(result)
     for pool in POOLS:
