@@ -21,6 +21,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -69,6 +70,7 @@ class SampleRecord(Record):
     end: str = "completed"
     error: str | None = None
     elapsed_s: float = Field(ge=0)
+    finished_at: datetime | None = None  # None in records of older releases
     usage: Usage | None = None
     tool_calls: int = Field(default=0, ge=0)  # calls the tool log holds (timeouts included)
     trajectory: Trajectory | None = None

@@ -14,6 +14,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -175,6 +176,7 @@ async def run_sample(env: _Env, task: Task, sample: int) -> SampleRecord:
         end=end,
         error=error,
         elapsed_s=round(time.monotonic() - started, 3),
+        finished_at=datetime.now(UTC),
         usage=output.usage if output is not None else None,
         tool_calls=len(log),
         trajectory=output.trajectory(request, EVAL_HOTKEY) if output is not None else None,
