@@ -105,14 +105,27 @@ def evaluate(
     retry_errors: Annotated[
         bool, typer.Option("--retry-errors", help="Re-run samples that ended in a model error.")
     ] = DEFAULTS.retry_errors,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Also store each judged sample in this database (validator schema), for arena curate.",
+        ),
+    ] = None,
+    upgrade_db: Annotated[
+        bool, typer.Option("--upgrade-db", help="Create or migrate --db's schema (always for SQLite).")
+    ] = False,
 ) -> None:
     """Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.
 
     Runs the reference tool-calling agent (or --agent) against the tools in-process, judges every
     trajectory, and writes samples.jsonl, judgments.jsonl, results.json and results.md to --out.
-    Rerunning the same command resumes: finished samples are not run again.
+    Rerunning the same command resumes: finished samples are not run again. With --db, every
+    judged sample is also stored as a validator stores an episode (idempotent), ready for
+    `arena curate --db`: collecting training traces of any agent needs no network.
 
     Example: arena eval --index idx --tasks tasks.jsonl --model-url http://127.0.0.1:8000/v1 --model m --k 8
+    Example: arena eval --index idx --tasks train.jsonl --pool all --agent scripted --db sqlite:///traces.db
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -165,6 +178,7 @@ def evaluate(
         judge=(judge_url, judge_model, judge_format),
         resamples=resamples,
         as_json=as_json,
+        db=(db, upgrade_db),
     )
 
 
@@ -177,6 +191,7 @@ def _run(
     judge: Judge,
     resamples: int,
     as_json: bool,
+    db: tuple[str | None, bool] = (None, False),
 ) -> None:
     from arena.errors import ArenaError
     from arena.index import open_index
@@ -245,4 +260,31 @@ def _run(
     finally:
         search_index.close()
     note(f"ran {counts.ran} samples, judged {counts.judged} stored ones, {counts.skipped} were already done")
+    if db[0] is not None:
+        _store(run_dir, selection.tasks, url=db[0], upgrade_schema=db[1], samples=total)
     print_summary(results, as_json, run_dir)
+
+
+def _store(run_dir: Path, tasks: Any, *, url: str, upgrade_schema: bool, samples: int) -> None:
+    """Store the run's judged samples in the database at ``url`` (``arena eval --db``)."""
+    from neurons.evaluation.collect import store_run
+    from storage.db import check_schema, describe, make_engine, make_sessionmaker, upgrade
+    from storage.errors import StorageError
+
+    try:
+        engine = make_engine(url)
+    except (StorageError, ValueError) as exc:
+        fail(f"cannot open --db {url}: {exc}")
+    try:
+        if upgrade_schema or engine.dialect.name == "sqlite":
+            upgrade(engine)
+        else:
+            check_schema(engine)
+        with counting("stored", samples, 0) as advance:
+            report = store_run(run_dir, tasks, make_sessionmaker(engine), on_sample=advance)
+    except StorageError as exc:
+        fail(f"--db {url}: {describe(exc)}", code=1)
+    finally:
+        engine.dispose()
+    skipped = ", ".join(f"{reason} {n}" for reason, n in sorted(report.skipped.items())) or "none"
+    note(f"stored {report.stored} episodes in {url} ({report.already} already there; skipped: {skipped})")

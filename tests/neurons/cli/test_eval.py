@@ -321,3 +321,44 @@ def test_compare_refuses_a_file_that_is_not_results(tmp_path: Path) -> None:
     bad.write_text("{}")
     code, _, stderr = run("eval", "compare", str(bad), str(bad))
     assert code == 2 and "not an arena eval results.json" in stderr
+
+
+def test_db_stores_every_judged_sample_as_a_validator_episode_once(
+    fixture_index_dir: Path, tasks_file: Path, tmp_path: Path
+) -> None:
+    from storage.db import make_engine, make_sessionmaker
+    from storage.traces import iter_judged
+
+    url = f"sqlite:///{tmp_path / 'traces.db'}"
+    args = [
+        "eval", "--index", str(fixture_index_dir), "--tasks", str(tasks_file), "--pool", "all",
+        "--agent", "scripted", "--k", "1", "--out", str(tmp_path / "run"), "--db", url,
+    ]  # fmt: skip
+    code, _, stderr = run(*args)
+    assert code == 0, stderr
+    assert "stored 4 episodes" in stderr
+    engine = make_engine(url)
+    with make_sessionmaker(engine)() as session:
+        traces = list(iter_judged(session))
+    judgments = read_records(tmp_path / "run" / JUDGMENTS_FILE, JudgmentRecord)
+    samples = read_records(tmp_path / "run" / SAMPLES_FILE, SampleRecord)
+    assert {t.episode.episode_id for t in traces} == {s.episode_id for s in samples.values()}
+    for trace in traces:
+        key = (trace.task.task_id, 0)
+        assert trace.judgment == judgments[key].judgment
+        assert trace.tool_log == samples[key].log and trace.episode.validator_hotkey == "collect"
+    code, _, stderr = run(*args)  # a rerun runs nothing and stores nothing new
+    assert code == 0 and "stored 0 episodes" in stderr and "4 already there" in stderr
+    engine.dispose()
+
+
+def test_an_unusable_db_is_an_error_after_the_run(
+    fixture_index_dir: Path, tasks_file: Path, tmp_path: Path
+) -> None:
+    args = [
+        "eval", "--index", str(fixture_index_dir), "--tasks", str(tasks_file), "--pool", "all",
+        "--agent", "scripted", "--k", "1", "--out", str(tmp_path / "run"), "--db", "nosuchdb://x",
+    ]  # fmt: skip
+    code, _, stderr = run(*args)
+    assert code == 2 and "cannot open --db" in stderr
+    assert (tmp_path / "run" / SAMPLES_FILE).exists()  # the run itself is kept
