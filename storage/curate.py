@@ -25,6 +25,7 @@ from typing import cast
 from sqlalchemy.orm import Session
 
 from arena.audit import AuditReport, audit
+from arena.pools import pool_groups
 from arena.types import Pool, Task
 from judging.axis import axis_for_miner
 from judging.types import Axis
@@ -319,13 +320,18 @@ def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -
     funnel, workspace, config = curation.funnel, curation.workspace, curation.config
     tasks: list[Task] = []
     clusters: dict[Split, set[str]] = {"train": set(), "eval": set()}
-    for task_id in sorted(task_ids):
-        task = curation.tasks[task_id]
-        cluster = cluster_of(task)
-        side = split_of(cluster, config)
-        curation.cluster_split[cluster] = side
-        clusters[side].add(cluster)
-        tasks.append(task.model_copy(update={"pool": SPLIT_POOL[side]}))
+    exported = [curation.tasks[task_id] for task_id in sorted(task_ids)]
+    # The clusterer links wording at Jaccard 0.5 and the audit fails a cross-split pair at 0.4, so
+    # clusters are split by pool group (clusters joined at the audit's threshold, as pool
+    # assignment does); a group of one is its cluster, on the side its own hash gives.
+    for members in pool_groups(exported).values():
+        group = [exported[i] for i in members]
+        side = split_of(min(cluster_of(task) for task in group), config)
+        for task in group:
+            cluster = cluster_of(task)
+            curation.cluster_split[cluster] = side
+            clusters[side].add(cluster)
+            tasks.append(task.model_copy(update={"pool": SPLIT_POOL[side]}))
     per_side: Counter[Split] = Counter()
     for row in workspace.kept(MAIN):
         per_side[curation.split(row.cluster)] += 1

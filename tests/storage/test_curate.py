@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy.orm import Session
 
+from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, NEAR_DUP_THRESHOLD
 from arena.types import Message
+from arena.wording import jaccard, shingles
 from judging.types import ProcessStats
 from storage.chat import MESSAGE_KEYS, ChatRecord, normalise
 from storage.curate import Curation, curate
@@ -371,6 +373,32 @@ def test_a_leak_across_the_split_fails_the_export(session: Session, tmp_path: Pa
     with Workspace(tmp_path) as ws, pytest.raises(SplitLeakError, match="gold.*g00001") as caught:
         curate(session, ws, config=config)
     assert "train / eval split leaks" in str(caught.value) and a.task_id in str(caught.value)
+
+
+def test_near_duplicates_clustered_apart_land_on_one_side(session: Session, tmp_path: Path) -> None:
+    # Clustering links wording at Jaccard 0.5, the audit fails a cross-split pair at 0.4: two tasks
+    # between the two are separate clusters, and the split must keep them together all the same
+    # (as pool assignment does, by pool groups), or every such pair refuses the export.
+    config = CurationConfig(eval_share=0.5, protect_pools=(), miner_axis_sample=0)
+    train_cluster, eval_cluster = _two_sides(config)
+
+    def worded(n: int, cluster: str, query: str) -> planted.Task:
+        data = task(n, cluster=cluster).model_dump(exclude={"task_id"})
+        return planted.Task.model_validate(data | {"query": query})
+
+    a = worded(
+        1,
+        train_cluster,
+        "Search for puma jogging shoes. I want to pay cash on delivery and its sole material should be rubber.",
+    )
+    b = worded(2, eval_cluster, "Find adidas jogging shoes with rubber sole material.")
+    similarity = jaccard(shingles(a.query), shingles(b.query))
+    assert AUDIT_NEAR_DUP_THRESHOLD <= similarity < NEAR_DUP_THRESHOLD
+    store(session, [a, b], [trace(1, a), trace(2, b)])
+    with Workspace(tmp_path) as ws:
+        result = curate(session, ws, config=config)
+        assert result.audit is not None and result.audit.ok
+        assert result.split(train_cluster) == result.split(eval_cluster)
 
 
 def test_a_train_task_leaking_into_a_protected_pool_fails(session: Session, tmp_path: Path) -> None:
