@@ -94,7 +94,7 @@ def compile_vouchers(base: SearchIndex, rng: random.Random, spec: WorldSpec) -> 
     vouchers = []
     for number, shop_id in enumerate(chosen):
         threshold = float(rng.choice(_THRESHOLDS))
-        start = spec.as_of - dt.timedelta(days=rng.randint(0, 14))
+        start = spec.as_of + dt.timedelta(days=rng.randint(-14, 3))
         end = spec.as_of + dt.timedelta(days=rng.randint(-3, 21))
         end = max(end, start)
         common = {"voucher_id": f"sv-{number:03d}-{shop_id}", "shop_id": shop_id, "threshold": threshold}

@@ -190,12 +190,32 @@ def _first(exc: Exception) -> str:
     return str(exc)
 
 
-def manifest_summary(manifest: PackManifest) -> dict[str, Any]:
-    """The manifest fields a summary shows."""
+def pack_summary(pack: WorldPack) -> dict[str, Any]:
+    """A pack's summary: identity, the count of each delta kind, vouchers and tasks."""
+    manifest, delta = pack.manifest, pack.delta
+    as_of = manifest.spec.as_of
     return {
         "world_id": manifest.world_id,
         "seed_hex": manifest.seed_hex,
         "base_hash": manifest.base_hash,
         "catalog_version": manifest.catalog_version,
         "pack_hash": manifest.pack_hash,
+        "as_of": as_of.isoformat(),
+        "delta": {
+            "price_moves": len(delta.price_moves),
+            "stock_levels": len(delta.stock),
+            "stockouts": sum(1 for s in delta.stock if s.stock == 0),
+            "new_listings": len(delta.new_listings),
+            "delisted": len(delta.delisted),
+        },
+        "vouchers": {
+            "total": len(pack.vouchers),
+            "valid": sum(1 for v in pack.vouchers if v.valid_on(as_of)),
+        },
+        "tasks": {
+            "total": len(pack.tasks),
+            "cheapest_in_stock": sum(1 for t in pack.tasks if t.basis == "cheapest_in_stock"),
+            "world_voucher": sum(1 for t in pack.tasks if t.basis == "world_voucher"),
+            "held_back_constraints": sum(len(t.profile.held_back) for t in pack.tasks),
+        },
     }
