@@ -4,6 +4,7 @@ ArenaError
 ├── CatalogError      a catalog file is missing, unreadable or unusable (our input; bad rows are data)
 ├── SearchIndexError  the search index is missing, corrupt or of another catalog version
 ├── InvalidTask       a task file row or a task definition is invalid
+├── WorldError        a world pack cannot be compiled, or a saved pack is missing, corrupt or tampered
 └── EpisodeError      an episode token is forged, expired or closed, or a budget is spent
     ├── TokenInvalid      missing, malformed or forged token (HTTP 401)
     ├── TokenExpired      authentic token past its expiry (HTTP 401)
@@ -31,6 +32,10 @@ class SearchIndexError(ArenaError):
 
 class InvalidTask(ArenaError):
     """A task row or definition is invalid."""
+
+
+class WorldError(ArenaError):
+    """A world pack cannot be compiled, or a saved pack fails its manifest (``arena.world``)."""
 
 
 class EpisodeError(ArenaError):

@@ -33,12 +33,12 @@ from typing import Literal, Protocol
 from arena import templates
 from arena.difficulty import with_difficulty
 from arena.errors import InvalidTask
-from arena.index import SearchIndex
+from arena.index import ProductIndex
 from arena.mention import missing_mentions
 from arena.sampling import sample_item, sample_voucher
 from arena.search import find_products
 from arena.solvability import task_problems
-from arena.types import GoldItem, Intent, Product, Task
+from arena.types import GoldItem, Intent, Product, Task, Voucher
 
 VoucherType = Literal["platform", "shop"]
 
@@ -51,6 +51,15 @@ INTENTS: tuple[Intent, ...] = ("product", "shop", "voucher")
 Finder = Callable[[str, GoldItem], Sequence[str]]
 # Paraphraser: template text -> reworded text, or None when it could not.
 Paraphraser = Callable[[str], str | None]
+# Voucher drawer: (gold basket, voucher type, rng) -> (voucher, budget), or None to redraw.
+VoucherDrawer = Callable[[Sequence[Product], VoucherType, random.Random], tuple[Voucher, float] | None]
+
+
+def sampled_voucher(
+    products: Sequence[Product], kind: VoucherType, rng: random.Random
+) -> tuple[Voucher, float] | None:
+    """The default voucher drawer: ShoppingBench's voucher synthesised from the basket total."""
+    return sample_voucher(sum(p.price for p in products), len({p.shop_id for p in products}), kind, rng)
 
 
 class ProductSource(Protocol):
@@ -109,9 +118,15 @@ class _Run:
     """State of one generation run: the index, the random source, used products, caches."""
 
     def __init__(
-        self, index: ProductSource, rng: random.Random, config: GenerateConfig, finder: Finder | None
+        self,
+        index: ProductSource,
+        rng: random.Random,
+        config: GenerateConfig,
+        finder: Finder | None,
+        voucher_drawer: VoucherDrawer = sampled_voucher,
     ):
         self.index, self.rng, self.config, self.finder = index, rng, config, finder
+        self.voucher_drawer = voucher_drawer
         self.used: set[str] = set()
         self._shops: dict[int, list[str]] = {}
 
@@ -168,7 +183,7 @@ def price_filter(item: GoldItem) -> tuple[float | None, float | None]:
     )
 
 
-def make_finder(index: SearchIndex, *, pages: int = 1) -> Finder:
+def make_finder(index: ProductIndex, *, pages: int = 1) -> Finder:
     """Build the findability check on a real index: the product ids on ``find_product``'s first pages.
 
     The search is the item's name with the filters an agent would read off the query (price
@@ -216,7 +231,7 @@ def _draw(run: _Run, intent: Intent, paraphraser: Paraphraser | None, report: Ge
         if total < run.config.min_voucher_total:
             report.rejected["voucher_total"] += 1
             return None
-        drawn = sample_voucher(total, len({p.shop_id for p in products}), kind, rng)
+        drawn = run.voucher_drawer(products, kind, rng)
         if drawn is None:
             report.rejected["voucher_draw"] += 1
             return None
@@ -293,6 +308,7 @@ def generate_tasks(
     paraphraser: Paraphraser | None = None,
     avoid_product_ids: Iterable[str] = (),
     progress: Callable[[int], None] | None = None,
+    voucher_drawer: VoucherDrawer = sampled_voucher,
 ) -> tuple[list[Task], GenerateReport]:
     """Generate ``n`` tasks from an index, deterministically for ``seed`` (see the module docstring).
 
@@ -305,6 +321,8 @@ def generate_tasks(
         paraphraser: an LLM paraphraser (``arena.paraphrase.make_paraphraser``); None keeps templates.
         avoid_product_ids: products never to use as gold (e.g. gold of tasks already kept).
         progress: called with the number of tasks made so far.
+        voucher_drawer: where voucher tasks' vouchers come from (``sampled_voucher``, or a
+            world's shop vouchers, ``arena.world``).
 
     Returns:
         The tasks (fewer than ``n`` only when the draws ran out; the report says why) and a report.
@@ -319,7 +337,7 @@ def generate_tasks(
     if unknown or not config.intents:
         raise InvalidTask(f"intents must be among {INTENTS}, got {config.intents}")
     started = time.perf_counter()
-    run = _Run(index, random.Random(seed), config, finder)
+    run = _Run(index, random.Random(seed), config, finder, voucher_drawer)
     run.used.update(avoid_product_ids)
     report = GenerateReport()
     tasks: list[Task] = []

@@ -24,7 +24,6 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ import numpy.typing as npt
 from arena import bm25
 from arena.analysis import load_stemmer, query_terms
 from arena.errors import SearchIndexError
+from arena.index_types import FastFields, FieldName, Hit, ProductIndex
 from arena.indexer import (
     ENGINE,
     FIELD_ARRAYS,
@@ -55,30 +55,17 @@ FIRST_BATCH = 128
 _SQL_CHUNK = 500
 _DOC_SQL = "SELECT doc FROM products JOIN documents USING (ordinal) WHERE product_id"
 
-__all__ = ["BuildReport", "FastFields", "Hit", "SearchIndex", "build_index", "open_index", "service_mask"]
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One search hit with the summary fields ``find_product`` returns and its BM25 score."""
-
-    product_id: str
-    shop_id: str
-    title: str
-    price: float
-    service: tuple[Service, ...]
-    sold_count: int
-    score: float
-
-
-@dataclass(frozen=True)
-class FastFields:
-    """Per-product arrays indexed by ordinal, for filtering hits without fetching documents."""
-
-    prices: npt.NDArray[np.float64]
-    sold_counts: npt.NDArray[np.int64]
-    services: npt.NDArray[np.uint8]  # bit i set: SERVICES[i] offered
-    shops: npt.NDArray[np.int32]  # shop code, see SearchIndex.shop_code
+__all__ = [
+    "BuildReport",
+    "FastFields",
+    "FieldName",
+    "Hit",
+    "ProductIndex",
+    "SearchIndex",
+    "build_index",
+    "open_index",
+    "service_mask",
+]
 
 
 def build_index(
@@ -225,6 +212,11 @@ class SearchIndex:
                 found[product.product_id] = product
         return found
 
+    def stock_levels(self, product_ids: Sequence[str]) -> dict[str, int]:
+        """A catalog declares no stock levels (every product is available); a world may."""
+        del product_ids
+        return {}
+
     def product_id_at(self, ordinal: int) -> str:
         """The id of the product at ``ordinal`` (0..len-1, stable: the catalog order).
 
@@ -235,6 +227,40 @@ class SearchIndex:
         if not rows:
             raise IndexError(f"product ordinal {ordinal} out of range 0..{self._count - 1}")
         return str(rows[0][0])
+
+    def ordinals_of(self, product_ids: Sequence[str]) -> dict[str, int]:
+        """The ordinals of the known ids among ``product_ids`` (for overlays that patch fast fields)."""
+        found: dict[str, int] = {}
+        wanted = list(dict.fromkeys(product_ids))
+        for i in range(0, len(wanted), _SQL_CHUNK):
+            chunk = wanted[i : i + _SQL_CHUNK]
+            sql = (
+                f"SELECT product_id, ordinal FROM products WHERE product_id IN ({','.join('?' * len(chunk))})"
+            )
+            found.update((str(pid), int(ordinal)) for pid, ordinal in self._query(sql, chunk))
+        return found
+
+    def id_ranks_at(self, ordinals: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+        """The rank of each product id at ``ordinals`` among all ids in ascending order."""
+        return self._id_ranks[ordinals]
+
+    def id_rank_before(self, product_id: str) -> int:
+        """The rank of the largest id below ``product_id`` (-1 if none): where a new id would sort."""
+        rows = self._query(
+            "SELECT ordinal FROM products WHERE product_id < ? ORDER BY product_id DESC LIMIT 1",
+            (product_id,),
+        )
+        return int(self._id_ranks[int(rows[0][0])]) if rows else -1
+
+    def doc_freqs(self, terms: Sequence[str]) -> dict[str, int]:
+        """The document frequency of each analysed term that occurs in the index."""
+        found: dict[str, int] = {}
+        names = list(dict.fromkeys(terms))
+        for i in range(0, len(names), _SQL_CHUNK):
+            chunk = names[i : i + _SQL_CHUNK]
+            sql = f"SELECT term, df FROM terms WHERE term IN ({','.join('?' * len(chunk))})"
+            found.update((str(term), int(df)) for term, df in self._query(sql, chunk))
+        return found
 
     def shop_product_ids(self, shop_id: str) -> list[str]:
         """Ids of a shop's products in catalog order (empty for an unknown shop)."""
@@ -299,6 +325,11 @@ class SearchIndex:
         docs, scores = docs[order], scores[order]
         starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
         return docs[starts], np.add.reduceat(scores, starts).astype(np.float32)
+
+    def field_values(self, name: FieldName, ordinals: npt.NDArray[np.uint32]) -> npt.NDArray[Any]:
+        """One fast field's values at ``ordinals`` (a gather from the in-memory array)."""
+        values: npt.NDArray[Any] = getattr(self.fields, name)[ordinals]
+        return values
 
     def rank_keys(
         self, ordinals: npt.NDArray[np.uint32], scores: npt.NDArray[np.float32]

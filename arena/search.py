@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from arena import bm25
-from arena.index import FastFields, Hit, SearchIndex, service_mask
+from arena.index import Hit, ProductIndex, service_mask
 
 PAGE_SIZE = 10
 MAX_PAGE = 5
@@ -26,7 +26,7 @@ RESULT_FIELDS = ("product_id", "shop_id", "title", "price", "service", "sold_cou
 
 
 def survivors(
-    index: SearchIndex,
+    index: ProductIndex,
     q: str,
     *,
     shop_id: str | None = None,
@@ -52,7 +52,7 @@ def survivors(
     ordinals, scores = index.match(q)
     if not len(ordinals):
         return []
-    keep = _passing(index.fields, ordinals, shop_code, price, service_mask(service))
+    keep = _passing(index, ordinals, shop_code, price, service_mask(service))
     passing = np.flatnonzero(keep) if keep is not None else None
     candidates = passing if passing is not None else np.arange(len(ordinals))
     if len(candidates) > 4 * limit:  # order only the passing hits that can reach the window
@@ -75,7 +75,7 @@ def survivors(
 
 
 def _passing(
-    fields: FastFields,
+    index: ProductIndex,
     ordinals: npt.NDArray[np.uint32],
     shop_code: int | None,
     price: tuple[float | None, float | None],
@@ -87,18 +87,18 @@ def _passing(
         return None
     keep = np.ones(len(ordinals), dtype=bool)
     if shop_code is not None:
-        keep &= fields.shops[ordinals] == shop_code
+        keep &= index.field_values("shops", ordinals) == shop_code
     if low is not None:
-        keep &= fields.prices[ordinals] >= low
+        keep &= index.field_values("prices", ordinals) >= low
     if high is not None:
-        keep &= fields.prices[ordinals] <= high
+        keep &= index.field_values("prices", ordinals) <= high
     if services:
-        keep &= (fields.services[ordinals] & services) == services
+        keep &= (index.field_values("services", ordinals) & services) == services
     return keep
 
 
 def find_products(
-    index: SearchIndex,
+    index: ProductIndex,
     *,
     q: str,
     page: int,
@@ -126,14 +126,18 @@ def find_products(
         hits.sort(key=lambda hit: hit.price)
     elif sort == "pricedesc":
         hits.sort(key=lambda hit: hit.price, reverse=True)
-    return [
-        {
-            "product_id": hit.product_id,
-            "shop_id": hit.shop_id,
-            "title": hit.title,
-            "price": hit.price,
-            "service": list(hit.service),
-            "sold_count": hit.sold_count,
-        }
-        for hit in hits[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-    ]
+    return [_row(hit) for hit in hits[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]]
+
+
+def _row(hit: Hit) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "product_id": hit.product_id,
+        "shop_id": hit.shop_id,
+        "title": hit.title,
+        "price": hit.price,
+        "service": list(hit.service),
+        "sold_count": hit.sold_count,
+    }
+    if hit.stock is not None:  # only a world declares stock; the catalog's rows stay ShoppingBench's
+        row["stock"] = hit.stock
+    return row

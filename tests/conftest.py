@@ -91,3 +91,27 @@ def synth_index(synth_index_dir: Path) -> Iterator[SearchIndex]:
     index = open_index(synth_index_dir)
     yield index
     index.close()
+
+
+WORLD_BASE_PRODUCTS = 3000
+
+
+@pytest.fixture(scope="session")
+def world_base_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small base index for world tests (3000 synthetic products, seed 7)."""
+    from arena.index import build_index
+
+    root = tmp_path_factory.mktemp("world-base")
+    write_products(iter_synth_products(WORLD_BASE_PRODUCTS, 7), root / "catalog.jsonl")
+    build_index([root / "catalog.jsonl"], root / "index")
+    return root / "index"
+
+
+@pytest.fixture(scope="session")
+def world_base(world_base_dir: Path) -> Iterator[SearchIndex]:
+    """The world base index, opened once for the session."""
+    from arena.index import open_index
+
+    index = open_index(world_base_dir)
+    yield index
+    index.close()

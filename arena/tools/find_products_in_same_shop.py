@@ -51,7 +51,12 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     products = sorted(ctx.index.products(ids).values(), key=lambda p: (-p.sold_count, p.product_id))
     start = (args.page - 1) * PAGE_SIZE
     page = products[start : start + PAGE_SIZE]
-    return json_result([p.model_dump(mode="json", include=set(SEARCH_FIELDS)) for p in page])
+    stock = ctx.index.stock_levels([p.product_id for p in page])
+    rows = [p.model_dump(mode="json", include=set(SEARCH_FIELDS)) for p in page]
+    for row in rows:
+        if row["product_id"] in stock:  # a world's stock level; the catalog declares none
+            row["stock"] = stock[row["product_id"]]
+    return json_result(rows)
 
 
 TOOL = Tool(name="find_products_in_same_shop", description=DESCRIPTION, args_model=Args, run=run)

@@ -13,7 +13,7 @@ from arena.arguments import split_product_ids
 from arena.types import ToolResult
 
 if TYPE_CHECKING:
-    from arena.index import SearchIndex
+    from arena.index import ProductIndex
 
 # How many product ids one call may name; ShoppingBench has no cap, but an unbounded list is
 # an easy way to make one call fetch the whole catalog.
@@ -35,9 +35,9 @@ DEFAULT_TOOLSET = "sb-1"  # ShoppingBench's four tools (``arena.tools.TOOLSETS``
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may touch while it runs: the read-only search index and the active tool set."""
+    """What a tool may touch while it runs: the read-only index (or a world over one) and the tool set."""
 
-    index: SearchIndex
+    index: ProductIndex
     toolset: str = DEFAULT_TOOLSET
 
 

@@ -32,6 +32,7 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     """
     ids = args.product_ids.split(",")
     found = ctx.index.products(ids)
+    stock = ctx.index.stock_levels(ids)
     if not found:
         return error_result(f"no product has any of these ids: {', '.join(ids)}")
     rows: list[dict[str, object]] = []
@@ -40,7 +41,10 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
         if product is None:
             rows.append({"product_id": product_id, "error": "unknown product id"})
         else:
-            rows.append(product.model_dump(mode="json", include=set(INFORMATION_FIELDS)))
+            row = product.model_dump(mode="json", include=set(INFORMATION_FIELDS))
+            if product_id in stock:  # a world's stock level; the catalog declares none
+                row["stock"] = stock[product_id]
+            rows.append(row)
     return json_result(rows)
 
 

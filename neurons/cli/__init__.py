@@ -24,6 +24,10 @@ class ArenaGroup(LazyGroup):
             "Shopping tasks: import, generate, leak clusters, pools, rotation, audit.",
         ),
         "tools": LazyCommand("neurons.cli.tools:app", "The agent tool server."),
+        "world": LazyCommand(
+            "neurons.cli.world:app",
+            "World packs: compile a seeded world over a base index, show a pack's summary.",
+        ),
         "eval": LazyCommand(
             "neurons.cli.evaluate:app",
             "Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.",
