@@ -21,9 +21,10 @@ the same chat schema, its tool log, its re-judged Judgment, its provenance) or a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import concurrent.futures
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from arena.index import SearchIndex
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext
@@ -46,6 +47,7 @@ from storage.conversion.verify import judged_problem
 from storage.conversion.writing import TraceWriter, memoised
 from storage.records import JudgedTrace
 
+_T = TypeVar("_T")
 CONVERTER_VERSION = "arena-convert/1"
 Origin = Literal["native", "converted"]
 ORIGINS: tuple[Origin, ...] = ("native", "converted")
@@ -316,3 +318,26 @@ async def convert_all(
             return await convert_judged(trace, converter)
 
     return list(await asyncio.gather(*(one(trace) for trace in traces)))
+
+
+def run_now(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run a conversion from synchronous code (curation): in place when it never waits, else in a loop.
+
+    The template writer never waits, so stepping the coroutine once finishes it without an event
+    loop (what keeps curation's conversion stage fast). A writer that does wait (a teacher
+    endpoint) has its first try abandoned at its first wait and the conversion run again in an
+    event loop: this thread's own when none runs here, else one in a worker thread.
+    """
+    first = make()
+    try:
+        first.send(None)
+    except StopIteration as done:
+        value: _T = done.value
+        return value
+    first.close()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, make()).result()

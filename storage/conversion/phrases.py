@@ -105,7 +105,7 @@ PURPOSE_PLAIN = (
 
 # Recommend: one clause per item, an optional comparison, the basket, and the answer.
 PICK = (
-    "{pid} covers the {item}: {facts}.",
+    "{pid} covers the {item}, {facts}.",
     "For the {item}, {pid} ({title}): {facts}.",
     "{pid} is the pick for the {item}; {facts}.",
     "The {item} goes to {pid}, {facts}.",

@@ -41,6 +41,12 @@ _STATED_PRICE = re.compile(
     r"|([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:php|pesos?)\b",
     re.IGNORECASE,
 )
+# ``judging.claims``' words that make a segment talk about a basket or a range, not one product.
+_BASKET_WORDS = re.compile(
+    r"\b(total|budget|voucher|discount|sum|threshold|after|under|below|above|less|more|between|"
+    r"range|max|min|up to|cheaper|pricier|combined|together)\b",
+    re.IGNORECASE,
+)
 WINDOW = 160
 ProblemKind = Literal["id", "number", "quote", "price", "attribute", "no_request"]
 TraceProblem = Literal["format_failed", "grounding_failed", "outcome_changed", "not_driven"]
@@ -100,19 +106,39 @@ def _names_request(text: str, facts: FactTable) -> bool:
     return not words or any(w.casefold() in folded for w in words)
 
 
+def _positions(text: str, ids: list[str]) -> list[tuple[int, int, str]]:
+    """Where each id stands in ``text`` as a whole token: (start, end, id), in order."""
+    found: list[tuple[int, int, str]] = []
+    for pid in ids:
+        start = text.find(pid)
+        while start >= 0:
+            end = start + len(pid)
+            before = text[start - 1] if start else " "
+            after = text[end] if end < len(text) else " "
+            if not (before.isalnum() or after.isalnum()):
+                found.append((start, end, pid))
+            start = text.find(pid, end)
+    return sorted(found)
+
+
 def _amounts(text: str, mentioned: list[str], facts: FactTable, derived: set[float]) -> list[Unsupported]:
-    """Amounts stated after a product id that are neither its logged price nor a number the user gave."""
-    pattern = re.compile(r"(?<![0-9A-Za-z])(" + "|".join(map(re.escape, mentioned)) + r")(?![0-9A-Za-z])")
-    matches = list(pattern.finditer(text))
+    """Amounts stated after a product id that are not its logged price: a misquoted price to the judge.
+
+    In talk of ranges and baskets a number the user gave, or the voucher arithmetic, is allowed too.
+    """
+    spots = _positions(text, mentioned)
     problems: list[Unsupported] = []
-    for i, match in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
-        own = facts.products[match.group(1)].price
-        allowed = facts.task.numbers | derived | ({number_key(own)} if own is not None else set())
-        for stated in _STATED_PRICE.finditer(text[match.end() : min(end, match.end() + WINDOW)]):
+    for i, (_, end, pid) in enumerate(spots):
+        stop = spots[i + 1][0] if i + 1 < len(spots) else len(text)
+        segment = text[end : min(stop, end + WINDOW)]
+        own = facts.products[pid].price
+        allowed = {number_key(own)} if own is not None else set()
+        if _BASKET_WORDS.search(segment):
+            allowed |= facts.task.numbers | derived
+        for stated in _STATED_PRICE.finditer(segment):
             value = as_number((stated.group(1) or stated.group(2)).replace(",", ""))
             if value is not None and number_key(value) not in allowed:
-                problems.append(Unsupported("price", f"{match.group(1)} costs {stated.group(0).strip()}"))
+                problems.append(Unsupported("price", f"{pid} costs {stated.group(0).strip()}"))
     return problems
 
 
@@ -138,6 +164,7 @@ def unsupported(text: str, step: Step, products: ProductLookup) -> list[Unsuppor
     mentioned = [pid for pid in facts.products if pid in text]
     if mentioned:
         problems += _amounts(text, mentioned, facts, derived)
+    if mentioned and (":" in text or "=" in text):  # an attribute statement needs "key: value"
         for claim in find_claims(text, dict(products(mentioned))):
             seen = facts.products[claim.product_id]
             if claim.kind == "price" and (not claim.correct or seen.price is None):
