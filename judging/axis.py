@@ -12,11 +12,13 @@ message with tool calls, `terminate`-only steps aside):
 - *silent*: no reasoning at all (no evidence either way).
 
 A needs >= 75% driven steps and no hidden calls; B is <= 25% driven with some narration, or
-silent steps plus calls the trajectory hides. Across a miner's trajectories,
-:func:`axis_for_miner` adds two template signals: narration whose skeletons recur across
-tasks, and one call signature on >= 80% of at least five trajectories. ``docs/judging.md``
-states the precision limits: narration that restates the harness's own arguments reads as
-*driven* one trajectory at a time.
+silent steps plus calls the trajectory hides. A *degenerate* trajectory (no answer and at most
+one call, shown or logged, besides `terminate`: a miner that gives up at once) holds no
+decision to attribute to anyone, so it is unknown, never B. Across a miner's trajectories,
+:func:`axis_for_miner` adds two template signals, read from its non-degenerate trajectories:
+narration whose skeletons recur across tasks, and one call signature on >= 80% of at least five
+trajectories. ``docs/judging.md`` states the precision limits: narration that restates the
+harness's own arguments reads as *driven* one trajectory at a time.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from arena.types import Message, ToolCall, ToolLogEntry, Trajectory
-from judging.answer import TERMINATE, named_ids
+from judging.answer import RECOMMEND, TERMINATE, named_ids
 from judging.context import JudgingContext
 from judging.facts import result_facts
 from judging.titles import title_tokens
@@ -182,13 +184,29 @@ def narration_skeletons(trajectory: Trajectory) -> list[str]:
     return [s.skeleton for s in classify_steps(trajectory) if s.kind != "silent"]
 
 
+def degenerate(trajectory: Trajectory, log: Sequence[ToolLogEntry] = ()) -> bool:
+    """Whether a trajectory holds no decision: no `recommend_product` and at most one other call.
+
+    Counted both in the trajectory and in the tool log (a harness may hide its calls), leaving
+    `terminate` aside: one search and then giving up is what a miner that quits at once returns,
+    and nothing in it says who chose anything.
+    """
+    calls = trajectory.tool_calls()
+    if any(c.function.name == RECOMMEND for c in calls) or any(e.tool == RECOMMEND for e in log):
+        return False
+    shown = sum(1 for c in calls if c.function.name != TERMINATE)
+    logged = sum(1 for e in log if e.tool != TERMINATE)
+    return max(shown, logged) <= 1
+
+
 def classify_axis(
     trajectory: Trajectory, log: Sequence[ToolLogEntry] = (), *, hidden_calls: int = 0
 ) -> Check:
     """Label one trajectory A, B, mixed or unknown: the ``axis`` Check, valued by the driven-step share.
 
-    The value is None when no step could be judged; the ``AxisEvidence`` carries the label and
-    what it rests on (the nonce counts, or the step counts).
+    The value is None when no step could be judged (and for a :func:`degenerate` trajectory);
+    the ``AxisEvidence`` carries the label and what it rests on (the nonce counts, or the step
+    counts).
     """
     nonces = Counter(e.nonce_status for e in log)
     if log and nonces["valid"] == len(log):
@@ -196,6 +214,9 @@ def classify_axis(
     if nonces["valid"]:
         share = nonces["valid"] / len(log)
         return _axis_check(AxisEvidence(label="mixed", attested=True, nonces=dict(nonces)), share)
+    if degenerate(trajectory, log):
+        evidence = AxisEvidence(label="unknown", attested=False, steps=0, degenerate=True)
+        return _axis_check(evidence, None)
     query = _query(trajectory)
     steps = classify_steps(trajectory, title_tokens(query))
     kinds = Counter(step.kind for step in steps)
@@ -232,6 +253,8 @@ def check_axis(ctx: JudgingContext) -> Check:
 
 def _axis_check(evidence: AxisEvidence, driven_share: float | None) -> Check:
     detail = "attested by nonces" if evidence.attested else f"steps {evidence.kinds or 'none'}"
+    if evidence.degenerate:
+        detail = "degenerate: no answer and at most one call"
     return Check(
         name="axis", value=driven_share, explanation=f"axis {evidence.label}: {detail}", evidence=evidence
     )
@@ -323,15 +346,20 @@ def axis_for_miner(
     alone (template text proves nothing about who chose the calls); when one call signature
     (:func:`template_signature`) covers >= 80% of them, it is B, or mixed where the
     trajectories look model-driven one by one. Otherwise the majority per-trajectory label.
+    Both template signals read only the trajectories that hold a decision (not
+    :func:`degenerate`): a quitter's one search repeated on every task is not a harness.
     """
     logs = logs if logs is not None else [() for _ in trajectories]
     checks = [classify_axis(t, log) for t, log in zip(trajectories, logs, strict=True)]
     labels = Counter(c.evidence_as(AxisEvidence).label for c in checks)
-    signatures = Counter(template_signature(t) for t in trajectories)
+    decided = [
+        t for t, c in zip(trajectories, checks, strict=True) if not c.evidence_as(AxisEvidence).degenerate
+    ]
+    signatures = Counter(template_signature(t) for t in decided)
     top_signature, top_count = signatures.most_common(1)[0] if signatures else ("", 0)
-    share = top_count / len(trajectories) if trajectories else 0.0
-    enough = len(trajectories) >= TEMPLATE_MIN_TRAJECTORIES
-    narration = narration_template_share(trajectories)
+    share = top_count / len(decided) if decided else 0.0
+    enough = len(decided) >= TEMPLATE_MIN_TRAJECTORIES
+    narration = narration_template_share(decided)
     known = Counter({k: v for k, v in labels.items() if k != "unknown"})
     ranked = known.most_common()
     majority: Axis = "unknown"

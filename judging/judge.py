@@ -35,7 +35,7 @@ from judging.format import check_format
 from judging.grounding import check_grounding
 from judging.outcome import check_outcome
 from judging.process import check_process
-from judging.reasoning import check_reasoning, skipped_reasoning, verdict_of
+from judging.reasoning import check_reasoning, reasoning_check, skipped_reasoning, verdict_of
 from judging.types import (
     AxisEvidence,
     Check,
@@ -56,6 +56,7 @@ __all__ = [
     "JudgeConfig",
     "final_score",
     "judge",
+    "judge_rules",
     "judge_unanswered",
     "judgment_summary",
     "verdict",
@@ -121,6 +122,26 @@ async def judge(
         checks.append(skipped_reasoning(completer, "score is 0"))
     else:
         checks.append(await check_reasoning(ctx))
+    return verdict(ctx, checks)
+
+
+def judge_rules(
+    task: Task,
+    trajectory: Trajectory,
+    *,
+    log: Sequence[ToolLogEntry],
+    products: ProductLookup,
+    config: JudgeConfig,
+) -> Judgment:
+    """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
+
+    The reasoning check is unscored (``disabled``), exactly as ``judge(..., completer=None)``
+    leaves it; for callers that re-judge many trajectories without an LLM (curation's
+    conversion stage) and need no event loop.
+    """
+    ctx = JudgingContext(task=task, trajectory=trajectory, log=log, products=products, config=config)
+    checks = [check(ctx) for check in RULE_CHECKS]
+    checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))
     return verdict(ctx, checks)
 
 

@@ -235,8 +235,9 @@ class AxisEvidence(_SparseEvidence):
 
     Attested (nonces): ``attested`` and ``nonces``. Inferred: ``attested`` false, ``steps``,
     ``kinds`` (driven / narrated / silent), ``hidden_calls``, ``verbatim_query_searches`` and,
-    where some nonces were invalid, ``invalid_nonces``. Nothing but the label when there was no
-    trajectory.
+    where some nonces were invalid, ``invalid_nonces``. ``degenerate`` marks a trajectory with no
+    decision in it (at most one call and no answer: ``judging.axis.degenerate``), labelled
+    unknown. Nothing but the label when there was no trajectory.
     """
 
     omitted_at_default = (
@@ -247,6 +248,7 @@ class AxisEvidence(_SparseEvidence):
         "hidden_calls",
         "verbatim_query_searches",
         "invalid_nonces",
+        "degenerate",
     )
 
     label: Axis
@@ -257,6 +259,7 @@ class AxisEvidence(_SparseEvidence):
     hidden_calls: int | None = None
     verbatim_query_searches: int | None = None
     invalid_nonces: int | None = None
+    degenerate: bool | None = None
 
 
 class ReasoningEvidence(_SparseEvidence):

@@ -77,9 +77,26 @@ def dataset_card(
         "",
         "## Files and counts",
         "",
-        "| file | format | split | rows |",
-        "| --- | --- | --- | --- |",
-        *(f"| `{name}` | {f['format']} | {f['split']} | {f['rows']} |" for name, f in sorted(files.items())),
+        "| file | format | split | rows | native | converted |",
+        "| --- | --- | --- | --- | --- | --- |",
+        *(
+            f"| `{name}` | {f['format']} | {f['split']} | {f['rows']} | {_origin(f, 'native')} "
+            f"| {_origin(f, 'converted')} |"
+            for name, f in sorted(files.items())
+        ),
+        "",
+        "Rows of `sft`, `kto` and `dpo` say where they come from in the `origin` column: `native` (the",
+        "miner's own trajectory) or `converted` (an axis-B harness trace rewritten as an agentic",
+        "trajectory from the validator's tool log and re-judged; `source_hash`, `converter_version`",
+        "and `writer` name its source and how it was written). Totals per format: "
+        + (
+            "; ".join(
+                f"{fmt} {counts.get('native', 0)} native, {counts.get('converted', 0)} converted"
+                for fmt, counts in funnel.get("origins", {}).items()
+            )
+            or "none"
+        )
+        + ".",
         "",
         "Each JSONL file has a Parquet twin with the same rows. `eval/` holds the evaluation split:",
         "whole leak clusters, never sharing a cluster, gold product, query or constraint spec with",
@@ -123,6 +140,12 @@ def dataset_card(
         "",
     ]
     return "\n".join(lines)
+
+
+def _origin(file: dict[str, Any], origin: str) -> str:
+    """A file's row count of one origin ("-" for files without the column: grpo, the aside files)."""
+    origins = file.get("origins")
+    return str(origins.get(origin, 0)) if isinstance(origins, dict) else "-"
 
 
 def _configs(files: dict[str, dict[str, Any]]) -> list[str]:

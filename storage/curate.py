@@ -1,12 +1,14 @@
 """The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
 
 Stages (``storage.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
-5 ranking, 6 dedup and caps, 7 split (with the task audit enforced). The issue lists ranking
+5 convert (traces of the labels to convert become agentic trajectories, ``storage.conversion``;
+every other trace passes as it is), 6 ranking, 7 dedup and caps, 8 split (with the task audit
+enforced). The issue lists ranking
 after dedup; it runs before, because dedup collapses each group onto its best-ranked trace.
 
 Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces);
-stages 1-5 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
-``Row`` (canonical record, dedup keys, rank). Stage 6 then walks the workspace one leak cluster
+stages 1-6 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
+``Row`` (canonical record, dedup keys, rank). Stage 7 then walks the workspace one leak cluster
 at a time, best-ranked first, holding only that cluster's kept step sets and cap counters. So
 memory is O(batch_size + largest cluster's kept traces + tasks), never O(traces); the disk
 holds the surviving records once. The split, the audit and the GRPO rows need the observed
@@ -30,6 +32,7 @@ from arena.types import Pool, Task
 from judging.axis import axis_for_miner
 from judging.types import Axis
 from storage.chat import ChatRecord, normalise
+from storage.conversion.convert import NATIVE, Converted, Converter, Provenance, convert_judged, run_now
 from storage.errors import SplitLeakError
 from storage.funnel import Funnel
 from storage.gates import (
@@ -42,6 +45,7 @@ from storage.gates import (
     Stream,
     axis_route,
     cluster_of,
+    converts,
     grounded,
     hard_reject,
     positive,
@@ -84,6 +88,7 @@ def curate(
     config: CurationConfig | None = None,
     audit_all_tasks: bool = False,
     progress: Callable[[int], None] | None = None,
+    converter: Converter | None = None,
 ) -> Curation:
     """Run the funnel over every judged trace in the database.
 
@@ -94,6 +99,9 @@ def curate(
         audit_all_tasks: the export writes a row for every observed task (GRPO), so the audit
             runs over all of them; otherwise over the tasks of the surviving traces.
         progress: called with the number of traces read after each page.
+        converter: the search index the traces were judged on, the rationale writer and the
+            conversion settings; None turns the conversion stage off (nothing to replay against):
+            B traces then go aside and the other labels to convert are dropped, as before.
 
     Raises:
         SplitLeakError: the task audit finds a leak across the train / eval split.
@@ -104,7 +112,9 @@ def curate(
     if miner_axes:
         funnel.stages["axis"].notes["miner_axes"] = dict(sorted(Counter(miner_axes.values()).items()))
     curation = Curation(config=config, workspace=workspace, funnel=funnel)
-    read, last_seq = _ingest(session, curation, progress, miner_axes)
+    if converter is None and config.convert_axes:
+        funnel.stages["convert"].notes["off"] = "no search index"
+    read, last_seq = _ingest(session, curation, progress, miner_axes, converter)
     funnel.source = {"traces": read, "last_seq": last_seq}
     _dedup(workspace, config, funnel)
     task_ids = set(curation.tasks) if audit_all_tasks else _surviving_tasks(workspace)
@@ -140,6 +150,7 @@ def _ingest(
     curation: Curation,
     progress: Callable[[int], None] | None,
     miner_axes: dict[str, Axis],
+    converter: Converter | None,
 ) -> tuple[int, int]:
     workspace, config, funnel = curation.workspace, curation.config, curation.funnel
     read, last_seq, page = 0, 0, []
@@ -159,7 +170,7 @@ def _ingest(
                 )
             ]
         )
-        row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey))
+        row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey), converter)
         if row is not None:
             page.append(row)
         if read % config.batch_size == 0:
@@ -176,9 +187,13 @@ def _ingest(
 
 
 def _stages(
-    trace: JudgedTrace, config: CurationConfig, funnel: Funnel, miner_axis: Axis | None
+    trace: JudgedTrace,
+    config: CurationConfig,
+    funnel: Funnel,
+    miner_axis: Axis | None,
+    converter: Converter | None = None,
 ) -> Row | None:
-    """Run stages 1-5 on one trace; return its workspace row, or None when it is dropped."""
+    """Run stages 1-6 on one trace; return its workspace row, or None when it is dropped."""
     funnel.entered("normalise")
     record = normalise(trace)
     if isinstance(record, str):
@@ -193,13 +208,45 @@ def _stages(
     funnel.passed("hard_rejects")
     stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
     if stream == MAIN:
-        stream = _gate(funnel, "axis", axis_route(trace.judgment, config, miner_axis))
+        route = axis_route(trace.judgment, config, miner_axis, convert=converter is not None)
+        stream = _gate(funnel, "axis", route)
     if stream is None:
         return None
+    provenance = NATIVE
     if stream == MAIN:
+        funnel.entered("convert")
+        if converter is not None and converts(trace.judgment, config, miner_axis):
+            converted = _convert(trace, converter, funnel)
+            if converted is None:
+                return None
+            trace, record, provenance = converted
+        funnel.passed("convert")
+        notes = funnel.stages["convert"].notes
+        notes[provenance.origin] = notes.get(provenance.origin, 0) + 1
         funnel.entered("ranking")
         funnel.passed("ranking")
-    return _workspace_row(trace, record, stream, config)
+    return _workspace_row(trace, record, stream, config, provenance)
+
+
+def _convert(
+    trace: JudgedTrace, converter: Converter, funnel: Funnel
+) -> tuple[JudgedTrace, ChatRecord, Provenance] | None:
+    """Stage 5 on a trace to convert: the converted trace, its record and provenance, or None (dropped)."""
+    result = run_now(lambda: convert_judged(trace, converter))
+    if not isinstance(result, Converted):
+        funnel.drop("convert", result.reason)
+        return None
+    converted = trace.model_copy(
+        update={"trajectory": result.trajectory, "tool_log": result.tool_log, "judgment": result.judgment}
+    )
+    record = normalise(converted)
+    if isinstance(record, str):  # the converter writes the canonical schema: a bug, counted not raised
+        funnel.drop("convert", f"normalise:{record}")
+        return None
+    notes = funnel.stages["convert"].notes
+    for key, n in (("pruned_calls", len(result.pruned)), ("unpruned", int(result.unpruned))):
+        notes[key] = notes.get(key, 0) + n
+    return converted, record, result.provenance
 
 
 def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
@@ -215,7 +262,13 @@ def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
     return gate.stream
 
 
-def _workspace_row(trace: JudgedTrace, record: ChatRecord, stream: Stream, config: CurationConfig) -> Row:
+def _workspace_row(
+    trace: JudgedTrace,
+    record: ChatRecord,
+    stream: Stream,
+    config: CurationConfig,
+    provenance: Provenance = NATIVE,
+) -> Row:
     judgment, task = trace.judgment, trace.task
     keys = strategy(record)
     versions = {
@@ -245,11 +298,15 @@ def _workspace_row(trace: JudgedTrace, record: ChatRecord, stream: Stream, confi
         judgment_hash=judgment.content_hash,
         versions=versions,
         record=json.dumps(document, ensure_ascii=False),
+        origin=provenance.origin,
+        source_hash=provenance.source_hash,
+        converter_version=provenance.converter_version,
+        writer=provenance.writer,
     )
 
 
 def _dedup(workspace: Workspace, config: CurationConfig, funnel: Funnel) -> None:
-    """Stage 6: per leak cluster, best-ranked first, drop exact and near duplicates, then apply the caps."""
+    """Stage 7: per leak cluster, best-ranked first, drop exact and near duplicates, then apply the caps."""
     total, low, high = 0.0, 1.0, 0.0
     cluster: str | None = None
     state = _ClusterState()
@@ -316,7 +373,7 @@ def _surviving_tasks(workspace: Workspace) -> set[str]:
 
 
 def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -> None:
-    """Stage 7: put each exported task's cluster on one side, count, and refuse a split the audit fails."""
+    """Stage 8: put each exported task's cluster on one side, count, and refuse a split the audit fails."""
     funnel, workspace, config = curation.funnel, curation.workspace, curation.config
     tasks: list[Task] = []
     clusters: dict[Split, set[str]] = {"train": set(), "eval": set()}

@@ -29,12 +29,13 @@ from datasets import Dataset
 from sqlalchemy.orm import Session
 
 from storage.card import dataset_card
+from storage.conversion.convert import Converter
 from storage.curate import Curation, curate
 from storage.errors import CurationError
-from storage.formats import FEATURES, FORMATS, validate_row
+from storage.formats import FEATURES, FORMATS, ORIGINS, validate_row
 from storage.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split, cluster_of
 from storage.manifest import build_manifest
-from storage.rows import aside_row, dpo_pairs, dpo_row, grpo_row, kto_row, sft_row
+from storage.rows import aside_row, dpo_pairs, dpo_row, grpo_row, kto_row, pair_provenance, sft_row
 from storage.workspace import RANK_ORDER, Row, Workspace
 
 PARQUET_CHUNK = 500
@@ -51,6 +52,7 @@ class _Sink:
         self.relative = f"{name}.jsonl" if split == "train" else f"eval/{name}.jsonl"
         self.fmt, self.split, self.rows = fmt, split, 0
         self.provenance: list[Any] = []
+        self.origins: Counter[str] = Counter()
         self._path = root / self.relative
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._jsonl = self._path.open("w", encoding="utf-8")
@@ -67,6 +69,8 @@ class _Sink:
         self._hash.update(line.encode("utf-8"))
         self.rows += 1
         self.provenance.append(provenance)
+        if self.fmt and "origin" in row:
+            self.origins[row["origin"]] += 1
         if self._parquet is not None:
             self._buffer.append(row)
             if len(self._buffer) >= PARQUET_CHUNK:
@@ -81,7 +85,13 @@ class _Sink:
         """Finish both files; return their manifest entries."""
         self._flush()
         self._jsonl.close()
-        entry = {"format": self.fmt or self._path.stem, "split": self.split, "rows": self.rows}
+        entry: dict[str, Any] = {
+            "format": self.fmt or self._path.stem,
+            "split": self.split,
+            "rows": self.rows,
+        }
+        if self.fmt and self.fmt != "grpo":
+            entry["origins"] = {origin: self.origins[origin] for origin in ORIGINS}
         files = {self.relative: {**entry, "sha256": self._hash.hexdigest(), "provenance": self.provenance}}
         if self._parquet is not None:
             self._parquet.close()
@@ -109,6 +119,7 @@ def curate_and_export(
     formats: Sequence[str] = FORMATS,
     source: str = "",
     progress: Callable[[int], None] | None = None,
+    converter: Converter | None = None,
 ) -> dict[str, Any]:
     """Run the funnel over the database and write the export to ``out_dir``; return ``funnel.json``'s content.
 
@@ -119,6 +130,8 @@ def curate_and_export(
         formats: which of ``sft``, ``kto``, ``dpo``, ``grpo`` to write.
         source: where the traces came from (a database URL without its password), for the card.
         progress: called with the number of traces read so far.
+        converter: what the conversion stage needs (``storage.conversion.convert.Converter``:
+            the search index, the writer, the settings); None: no conversion.
 
     Raises:
         CurationError: an unknown format, or an output that cannot be written.
@@ -135,6 +148,7 @@ def curate_and_export(
             config=config,
             audit_all_tasks="grpo" in formats,
             progress=progress,
+            converter=converter,
         )
         return export(curation, out_dir, formats=formats, source=source)
 
@@ -195,15 +209,16 @@ class _Run:
         for row in self.workspace.kept(MAIN):
             record = row.document
             if "sft" in self.formats and row.label:
-                self.sinks[("sft", self._note(row))].write(sft_row(record), row.episode_id)
+                self.sinks[("sft", self._note(row))].write(sft_row(record, row.provenance), row.episode_id)
             if "kto" in self.formats:
-                self.sinks[("kto", self._note(row))].write(kto_row(record, label=row.label), row.episode_id)
+                kto = kto_row(record, label=row.label, provenance=row.provenance)
+                self.sinks[("kto", self._note(row))].write(kto, row.episode_id)
 
     def dpo(self) -> None:
         """DPO pairs, task by task."""
         for chosen, rejected in _pairs(self.workspace):
             self._note(rejected)
-            pair = dpo_row(chosen.document, rejected.document)
+            pair = dpo_row(chosen.document, rejected.document, pair_provenance(chosen, rejected))
             self.sinks[("dpo", self._note(chosen))].write(pair, [chosen.episode_id, rejected.episode_id])
 
     def aside(self) -> None:
@@ -234,6 +249,11 @@ class _Run:
         funnel.exports = {
             name: {side: self.sinks[(name, side)].rows for side in SPLITS}
             for name in [*self.formats, *self.streams]
+        }
+        funnel.origins = {
+            fmt: {o: sum(self.sinks[(fmt, side)].origins[o] for side in SPLITS) for o in ORIGINS}
+            for fmt in self.formats
+            if fmt != "grpo"
         }
         content = funnel.to_json()
         (self.root / "funnel.json").write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")

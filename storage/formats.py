@@ -9,6 +9,11 @@
   ``observed_success``, ``observed_turn_rewards``; conversational prompt-only, the extra
   columns reach the reward functions (``GRPOTrainer``).
 
+SFT, KTO and DPO rows also carry the provenance columns (``PROVENANCE_COLUMNS``): ``origin``
+(``native``: the miner's own trace; ``converted``: rewritten by ``storage.conversion``) and, for
+a converted row, ``source_hash`` (the source trace's content hash), ``converter_version`` and
+``writer`` (``template/<n>`` or ``teacher:<model>@<prompt hash>``); trainers may filter on them.
+
 Messages follow ``storage.chat`` (six keys, tool-call ``arguments`` a dict). SFT, KTO and DPO
 pass a row's ``tools`` to the chat template. In Parquet, ``arguments``, each tool schema and
 ``ground_truth`` are ``datasets.Json`` columns: stored as JSON text, read back as the same
@@ -45,14 +50,29 @@ _MESSAGE = {
 }
 _CONVERSATION = List(_MESSAGE)
 _TOOLS = List(Json())
+PROVENANCE_COLUMNS = ("origin", "source_hash", "converter_version", "writer")
+ORIGINS = ("native", "converted")
+_PROVENANCE = {name: Value("string") for name in PROVENANCE_COLUMNS}
 
 FEATURES: dict[str, Features] = {
-    "sft": Features({"messages": _CONVERSATION, "tools": _TOOLS}),
+    "sft": Features({"messages": _CONVERSATION, "tools": _TOOLS, **_PROVENANCE}),
     "kto": Features(
-        {"prompt": _CONVERSATION, "completion": _CONVERSATION, "label": Value("bool"), "tools": _TOOLS}
+        {
+            "prompt": _CONVERSATION,
+            "completion": _CONVERSATION,
+            "label": Value("bool"),
+            "tools": _TOOLS,
+            **_PROVENANCE,
+        }
     ),
     "dpo": Features(
-        {"prompt": _CONVERSATION, "chosen": _CONVERSATION, "rejected": _CONVERSATION, "tools": _TOOLS}
+        {
+            "prompt": _CONVERSATION,
+            "chosen": _CONVERSATION,
+            "rejected": _CONVERSATION,
+            "tools": _TOOLS,
+            **_PROVENANCE,
+        }
     ),
     "grpo": Features(
         {
@@ -96,8 +116,20 @@ def validate_row(fmt: str, row: dict[str, Any]) -> None:
                 problems.append("chosen and rejected are the same")
         if fmt == "grpo":
             _grpo(row, problems)
+        else:
+            _provenance(row, problems)
     if problems:
         raise RowError(f"invalid {fmt} row: " + "; ".join(problems[:5]))
+
+
+def _provenance(row: dict[str, Any], problems: list[str]) -> None:
+    """``origin`` is native or converted; a converted row names its source, converter and writer."""
+    if row["origin"] not in ORIGINS:
+        problems.append(f"origin must be one of {', '.join(ORIGINS)}, not {row['origin']!r}")
+    elif row["origin"] == "converted":
+        missing = [c for c in PROVENANCE_COLUMNS[1:] if not isinstance(row[c], str) or not row[c]]
+        if missing:
+            problems.append(f"a converted row needs {', '.join(missing)}")
 
 
 def _tools(tools: Any, problems: list[str]) -> set[str]:

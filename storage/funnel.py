@@ -19,7 +19,8 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("normalise", "canonical chat schema (messages + tools); prompt is the task's query"),
     ("hard_rejects", "any judge reject, fabricated tool results, an episode that did not complete"),
     ("reasoning_gate", "the reasoning judge's value against --min-reasoning; unscored per policy"),
-    ("axis", "axis labels kept for imitation sets; B set aside for later conversion"),
+    ("axis", "axis labels kept for imitation sets or to convert; B not converted set aside"),
+    ("convert", "converted labels (default B, mixed) rewritten as agentic trajectories, re-judged"),
     ("ranking", "structural score: verified, reformulations, depth, no loops, no hallucinated ids"),
     ("dedup", "exact and near duplicate strategies per leak cluster; caps per (task, miner) and task"),
     ("split", "train / eval by leak cluster, audited for leaks across the split"),
@@ -62,6 +63,7 @@ class Funnel:
     source: dict[str, Any] = field(default_factory=dict)
     splits: dict[str, dict[str, int]] = field(default_factory=dict)
     exports: dict[str, dict[str, int]] = field(default_factory=dict)
+    origins: dict[str, dict[str, int]] = field(default_factory=dict)  # per format: native, converted rows
     audit: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
 
@@ -100,5 +102,6 @@ class Funnel:
             "stages": [self.stages[name].to_json() for name in STAGE_NAMES],
             "splits": self.splits,
             "exports": self.exports,
+            "origins": self.origins,
             "audit": self.audit,
         }

@@ -65,8 +65,11 @@ class CurationConfig:
         unscored: what stage 3 does with a trace the reasoning judge did not score: ``keep``
             (the default: unscored is not zero, as in scoring), ``drop``, or ``separate``
             (written aside to ``unscored.jsonl`` for re-judging, kept out of the training sets).
-        axes: axis labels the imitation sets take (stage 4); B traces not taken go aside to
-            ``axis_b.jsonl``; other labels not taken are dropped.
+        axes: axis labels the imitation sets take as they are (stage 4); B traces neither taken
+            nor converted go aside to ``axis_b.jsonl``; other labels not taken are dropped.
+        convert_axes: axis labels whose traces the conversion stage rewrites into agentic
+            trajectories (``storage.conversion``) when the run has a converter (a search index);
+            empty turns conversion off. A label in ``axes`` is taken as it is, never converted.
         cap_per_task_miner: traces kept per (task, miner, success) after dedup (stage 6).
         cap_per_task: traces kept per (task, success) after dedup.
         near_dup_threshold: step-set Jaccard at or above which two same-answer traces of one
@@ -87,6 +90,7 @@ class CurationConfig:
     min_reasoning: float = 0.5
     unscored: UnscoredPolicy = "keep"
     axes: tuple[str, ...] = ("A",)
+    convert_axes: tuple[str, ...] = ("B", "mixed")
     cap_per_task_miner: int = 2
     cap_per_task: int = 8
     near_dup_threshold: float = 0.8
@@ -100,7 +104,9 @@ class CurationConfig:
 
     def __post_init__(self) -> None:
         problems = [
-            f"unknown axis label {a!r} (known: {', '.join(AXES)})" for a in self.axes if a not in AXES
+            f"unknown axis label {a!r} (known: {', '.join(AXES)})"
+            for a in (*self.axes, *self.convert_axes)
+            if a not in AXES
         ]
         if not 0 <= self.min_reasoning <= 1:
             problems.append(f"min_reasoning must be in [0, 1], not {self.min_reasoning}")
@@ -156,10 +162,21 @@ def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
     return judgment.axis
 
 
-def axis_route(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> Gate:
-    """Stage 4: on to the imitation sets; B aside into ``AXIS_B``; other labels dropped (``axis_<label>``)."""
+def converts(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> bool:
+    """Whether the conversion stage rewrites this trace (its axis is to be converted, not taken as it is)."""
     axis = effective_axis(judgment, miner_axis)
-    if axis in config.axes:
+    return axis not in config.axes and axis in config.convert_axes
+
+
+def axis_route(
+    judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None, *, convert: bool = False
+) -> Gate:
+    """Stage 4: on to the imitation sets; B aside into ``AXIS_B``; other labels dropped (``axis_<label>``).
+
+    With ``convert`` (the run has a converter) a label to convert passes on to the conversion stage.
+    """
+    axis = effective_axis(judgment, miner_axis)
+    if axis in config.axes or (convert and converts(judgment, config, miner_axis)):
         return PASS
     return aside(AXIS_B) if axis == "B" else drop(f"axis_{axis}")
 

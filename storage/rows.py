@@ -1,13 +1,15 @@
 """Export rows from curated records: one builder per format (``storage.formats`` has their schemas).
 
 A record is the workspace's canonical chat document: ``{"messages", "prompt_length", "toolset"}``;
-the tool schemas come from the tool set (``storage.chat.schemas``), not from the record.
+the tool schemas come from the tool set (``storage.chat.schemas``), not from the record. SFT,
+KTO and DPO rows end with the provenance columns (``storage.formats.PROVENANCE_COLUMNS``):
+``Row.provenance`` of the trace (a DPO pair's are :func:`pair_provenance`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from arena.tools import DEFAULT_TOOLSET
@@ -15,13 +17,23 @@ from arena.types import Task, canonical_json
 from storage.chat import message, schemas
 from storage.workspace import Observed, Row
 
+Provenance = Mapping[str, str | None]
+NATIVE_COLUMNS: Provenance = {
+    "origin": "native",
+    "source_hash": None,
+    "converter_version": None,
+    "writer": None,
+}
 
-def sft_row(record: dict[str, Any]) -> dict[str, Any]:
+
+def sft_row(record: dict[str, Any], provenance: Provenance = NATIVE_COLUMNS) -> dict[str, Any]:
     """The whole conversation and its tools (conversational language modeling)."""
-    return {"messages": record["messages"], "tools": schemas(record["toolset"])}
+    return {"messages": record["messages"], "tools": schemas(record["toolset"]), **provenance}
 
 
-def kto_row(record: dict[str, Any], *, label: bool) -> dict[str, Any]:
+def kto_row(
+    record: dict[str, Any], *, label: bool, provenance: Provenance = NATIVE_COLUMNS
+) -> dict[str, Any]:
     """The prompt, the agent's completion and the absolute label (conversational unpaired preference)."""
     cut = record["prompt_length"]
     return {
@@ -29,10 +41,13 @@ def kto_row(record: dict[str, Any], *, label: bool) -> dict[str, Any]:
         "completion": record["messages"][cut:],
         "label": label,
         "tools": schemas(record["toolset"]),
+        **provenance,
     }
 
 
-def dpo_row(chosen: dict[str, Any], rejected: dict[str, Any]) -> dict[str, Any]:
+def dpo_row(
+    chosen: dict[str, Any], rejected: dict[str, Any], provenance: Provenance = NATIVE_COLUMNS
+) -> dict[str, Any]:
     """A preference pair sharing one prompt and tool set (conversational preference, explicit prompt)."""
     cut = chosen["prompt_length"]
     return {
@@ -40,6 +55,24 @@ def dpo_row(chosen: dict[str, Any], rejected: dict[str, Any]) -> dict[str, Any]:
         "chosen": chosen["messages"][cut:],
         "rejected": rejected["messages"][rejected["prompt_length"] :],
         "tools": schemas(chosen["toolset"]),
+        **provenance,
+    }
+
+
+def pair_provenance(chosen: Row, rejected: Row) -> dict[str, str | None]:
+    """A DPO pair's provenance: ``converted`` when either side is; each column the converted sides' values.
+
+    Where both sides are converted their source hashes are joined ``chosen+rejected`` (the other
+    columns agree: one curation run has one converter).
+    """
+    sides = [row for row in (chosen, rejected) if row.origin == "converted"]
+    if not sides:
+        return dict(NATIVE_COLUMNS)
+    return {
+        "origin": "converted",
+        "source_hash": "+".join(row.source_hash or "" for row in sides),
+        "converter_version": sides[0].converter_version,
+        "writer": sides[0].writer,
     }
 
 

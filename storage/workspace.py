@@ -35,9 +35,14 @@ CREATE TABLE traces (
     answer TEXT NOT NULL,
     judgment_hash TEXT NOT NULL,
     versions TEXT NOT NULL,
-    record TEXT NOT NULL
+    record TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    source_hash TEXT,
+    converter_version TEXT,
+    writer TEXT
 );
-CREATE INDEX traces_rank ON traces (stream, cluster, success DESC, structural DESC, score DESC, episode_id);
+CREATE INDEX traces_rank
+    ON traces (stream, cluster, success DESC, origin DESC, structural DESC, score DESC, episode_id);
 CREATE TABLE decisions (seq INTEGER PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE observed (
     seq INTEGER PRIMARY KEY,
@@ -51,8 +56,10 @@ CREATE TABLE observed (
 CREATE INDEX observed_task ON observed (task_id, seq);
 """
 KEPT = "kept"
-# Rank order within a group: successes first, then the structural score, the judge's score, the id.
-RANK_ORDER = "success DESC, structural DESC, score DESC, episode_id"
+# Rank order within a group: successes first, then native before converted ("native" > "converted":
+# dedup and the caps meet natives first, so a converted trace never displaces a native one of its
+# task), then the structural score, the judge's score, the id.
+RANK_ORDER = "success DESC, origin DESC, structural DESC, score DESC, episode_id"
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,9 @@ class Row:
     ``record`` is the canonical chat document (``{"messages", "prompt_length", "toolset"}``) as
     JSON text, encoded once when the trace is added and decoded once per read row (``document``),
     only by the stages that write it out. The table's columns are this class's fields, in order.
+    The last four are the export's provenance columns (``storage.conversion.convert.Provenance``):
+    ``origin`` ``native`` or ``converted``, and for a converted trace its source's content hash,
+    the converter version and the writer.
     """
 
     seq: int
@@ -81,6 +91,20 @@ class Row:
     judgment_hash: str
     versions: dict[str, str | None]
     record: str
+    origin: str = "native"
+    source_hash: str | None = None
+    converter_version: str | None = None
+    writer: str | None = None
+
+    @property
+    def provenance(self) -> dict[str, str | None]:
+        """The export's provenance columns."""
+        return {
+            "origin": self.origin,
+            "source_hash": self.source_hash,
+            "converter_version": self.converter_version,
+            "writer": self.writer,
+        }
 
     @cached_property
     def document(self) -> dict[str, Any]:

@@ -10,8 +10,10 @@ import typer
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from arena.errors import SearchIndexError
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
+from storage.conversion.convert import Converter
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import CurationError, SplitLeakError, StorageError
 from storage.export import curate_and_export
@@ -65,11 +67,33 @@ def curate(
             help="Recent trajectories per miner judging its miner-level axis (0: off).",
         ),
     ] = 64,
+    index: Annotated[
+        Path | None,
+        typer.Option(
+            "--index",
+            help="Search index the traces were judged on (arena catalog build); conversion replays "
+            "against it. Default: the validator's, ~/.arena/validator/index, where it exists.",
+        ),
+    ] = None,
+    convert_axes: Annotated[
+        str,
+        typer.Option(
+            "--convert-axes",
+            help="Comma-separated axis labels whose traces are converted into agentic trajectories.",
+        ),
+    ] = "B,mixed",
+    no_convert: Annotated[
+        bool, typer.Option("--no-convert", help="No conversion: B traces go aside to axis_b.jsonl.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the funnel summary as JSON.")] = False,
 ) -> None:
     """Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.
 
     Writes sft, kto, dpo and grpo rows (JSONL and Parquet): train in DIR, eval in DIR/eval.
+
+    Converts the traces of --convert-axes (default B, mixed) into agentic trajectories verified by
+    the judge (docs/curation.md); that needs the search index (--index); without one, or with
+    --no-convert, B traces are set aside.
 
     Also writes axis_b.jsonl, funnel.json, manifest.json and a dataset card (README.md).
 
@@ -86,16 +110,18 @@ def curate(
         config = CurationConfig(
             min_reasoning=min_reasoning,
             unscored=cast(UnscoredPolicy, unscored),
-            axes=tuple(a.strip() for a in axis.split(",") if a.strip()),
+            axes=_labels(axis),
             split_by=cast(SplitBy, split_by),
             eval_share=eval_share,
             cap_per_task_miner=cap_task_miner,
             cap_per_task=cap_task,
             miner_axis_sample=miner_axis_sample,
+            convert_axes=() if no_convert else _labels(convert_axes),
         )
     except CurationError as exc:
         fail(str(exc))
-    funnel = _run(db, out, config, formats)
+    converter = None if no_convert or not config.convert_axes else _converter(index)
+    funnel = _run(db, out, config, formats, converter)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
         CURATION_ROWS.labels(stage=stage, direction="out").set(n_out)
@@ -109,7 +135,27 @@ def curate(
     typer.echo(f"wrote {out}")
 
 
-def _run(db: str, out: Path, config: CurationConfig, formats: tuple[str, ...]) -> dict[str, Any]:
+def _labels(value: str) -> tuple[str, ...]:
+    return tuple(a.strip() for a in value.split(",") if a.strip())
+
+
+def _converter(index: Path | None) -> Converter | None:
+    """The conversion's converter on the given index (a bad one fails), or the validator's default one."""
+    from arena.index import open_index
+    from neurons.validator.settings import ValidatorSettings
+
+    path = index or (ValidatorSettings.model_fields["data_dir"].default / "index").expanduser()
+    if index is None and not path.is_dir():
+        return None
+    try:
+        return Converter(index=open_index(path))
+    except SearchIndexError as exc:
+        fail(f"--index: {exc}")
+
+
+def _run(
+    db: str, out: Path, config: CurationConfig, formats: tuple[str, ...], converter: Converter | None
+) -> dict[str, Any]:
     try:
         url = make_url(db)
         engine = make_engine(db)
@@ -127,7 +173,13 @@ def _run(db: str, out: Path, config: CurationConfig, formats: tuple[str, ...]) -
             total = count_judged(session)
             with progress("curating", total) as update:
                 return curate_and_export(
-                    session, out, config=config, formats=formats, source=source, progress=update
+                    session,
+                    out,
+                    config=config,
+                    formats=formats,
+                    source=source,
+                    progress=update,
+                    converter=converter,
                 )
     except SplitLeakError as exc:
         fail(str(exc), code=1)
@@ -159,5 +211,6 @@ def _summary(funnel: dict[str, Any], out: Path) -> dict[str, Any]:
         },
         "splits": funnel["splits"],
         "exports": funnel["exports"],
+        "origins": funnel["origins"],
         "audit": funnel["audit"],
     }

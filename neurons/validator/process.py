@@ -26,7 +26,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import EpisodeRegistry, EpisodeTokens
-from arena.index import SearchIndex
+from arena.errors import SearchIndexError
+from arena.index import SearchIndex, open_index
 from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
 from judging.judge import JudgeConfig
@@ -60,6 +61,7 @@ from neurons.validator.startup import (
 from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
 from storage import repository
+from storage.conversion.convert import Converter
 from storage.db import in_session, make_sessionmaker
 from storage.errors import StorageError
 from storage.export import curate_and_export
@@ -78,13 +80,26 @@ def curation_exporter(settings: ValidatorSettings) -> Exporter:
 
     Each run rewrites the export directory from the whole database (SFT, KTO, DPO and GRPO
     files, funnel, manifest, dataset card); the card names the database without its password.
+    Axis-B and mixed traces are converted against the validator's search index (no index: none).
     """
     source = make_url(settings.database_url()).render_as_string(hide_password=True)
+    converters: list[Converter | None] = []
 
     def export(session: Session, out_dir: Path) -> Mapping[str, Any]:
-        return curate_and_export(session, out_dir, source=source)
+        if not converters:  # the index is opened at the first export, once
+            converters.append(_converter(settings))
+        return curate_and_export(session, out_dir, source=source, converter=converters[0])
 
     return export
+
+
+def _converter(settings: ValidatorSettings) -> Converter | None:
+    """The export's converter on the validator's index, or None (logged) where it cannot be opened."""
+    try:
+        return Converter(index=open_index(settings.index_path()))
+    except SearchIndexError as exc:
+        logger.warning("curation_conversion_off reason=%s", exc)
+        return None
 
 
 # ---------------------------------------------------------------------------- the validator

@@ -276,3 +276,28 @@ def test_no_steps_is_unknown_and_check_is_unscored() -> None:
     check = classify_axis(Trajectory.model_validate(ep.trajectory().to_wire()))
     assert check.evidence.label == "unknown"
     assert check.value is None
+
+
+def quitter_episode(query: str) -> Episode:
+    """A miner that gives up at once: one search, then terminate, no answer (the demo's give_up agent)."""
+    ep = Episode(query)
+    ep.step("Searching for the request.", ("find_product", {"q": query[:100]}))
+    ep.step("Nothing here looks right; giving up.", ("terminate", {"status": "failure"}))
+    return ep
+
+
+def test_a_quitter_is_degenerate_not_b() -> None:
+    # No harness decision to learn from: one search and no answer is not evidence of a harness.
+    trajectories = [quitter_episode(q).trajectory() for q, _, _ in CASES]
+    checks = [classify_axis(t) for t in trajectories]
+    assert {c.evidence.label for c in checks} == {"unknown"}
+    assert all(c.evidence.degenerate and c.value is None for c in checks)
+    assert axis_for_miner(trajectories).label == "unknown"
+    # Mixed in with a narrating harness's trajectories, the quitter's do not change the verdict.
+    harness = [harness_episode(q, narrate=True).trajectory() for q, _, _ in CASES]
+    assert axis_for_miner(harness + trajectories).label == "B"
+
+
+def test_a_trace_that_searched_and_answered_is_not_degenerate() -> None:
+    check = classify_axis(harness_episode(CASES[0][0], narrate=True).trajectory())
+    assert check.evidence.label == "B" and check.evidence.degenerate is None

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.types import Message, Task, ToolLogEntry, Trajectory, result_hash
-from judging.judge import JudgeConfig, final_score, judge, judge_unanswered, judgment_summary
+from judging.judge import JudgeConfig, final_score, judge, judge_rules, judge_unanswered, judgment_summary
 from judging.reasoning import Completer
 from judging.types import CHECK_NAMES, Judgment, Unscored
 from tests.judging.factory import (
@@ -292,3 +292,12 @@ async def test_one_judgment_reads_each_tool_calls_arguments_at_most_once(
     j = await run(voucher_task(), traj, ep.log, completer=Gullible())
     assert j.reasoning.model == "gullible"  # every check ran, the LLM judge included
     assert Counter(decoded) == per_call  # each call's arguments decoded exactly once
+
+
+async def test_judge_rules_is_judge_without_a_completer() -> None:
+    for ep, task in ((good_shop_episode(), shop_task()), (good_voucher_episode("3001,3004"), voucher_task())):
+        traj = ep.trajectory()
+        judged = await run(task, traj, ep.log)
+        ruled = judge_rules(task, traj, log=ep.log, products=lookup, config=CONFIG)
+        assert ruled == judged and ruled.content_hash == judged.content_hash
+        assert ruled.reasoning.unscored == Unscored(cause="disabled")

@@ -1,0 +1,1 @@
+"""Curation's conversion stage: axis-B traces rebuilt as grounded agentic trajectories, then re-judged."""

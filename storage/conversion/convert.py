@@ -1,0 +1,343 @@
+"""Convert one judged trace: its validator tool log and its task become an agentic trajectory, re-judged.
+
+:func:`convert` is the library function (curation's ``convert`` stage and ``arena convert`` call
+it through :func:`convert_judged`). Given the task, the trajectory, the validator's tool log,
+the source Judgment and the search index it returns a :class:`Converted` (the trajectory in
+the same chat schema, its tool log, its re-judged Judgment, its provenance) or a
+:class:`Dropped` with a typed reason, never an exception for bad input:
+
+1. the inputs are checked (a trajectory, a task, a non-empty log whose results match their
+   hashes, a known tool set, the index's catalog, a source neither rejected nor unanswered);
+2. harness noise is pruned (:mod:`storage.conversion.pruning`); a pruned call list is replayed
+   against the index and must return the logged bytes, else the unpruned log is used;
+3. each kept call gets an assistant turn whose ``reasoning_content`` the writer wrote for it,
+   verified against the facts before that call (:mod:`storage.conversion.verify`) and written
+   again when refused (``attempts`` in all), and whose tool message is the logged result,
+   byte for byte; steps the axis step classifier does not find driven are written again too;
+4. the trajectory is re-judged from its (pruned) log with the rule checks; a failed check is
+   the drop reason. If pruning is what made it fail, the unpruned trace is tried once more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeVar, get_args
+
+from arena.index import SearchIndex
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext
+from arena.types import (
+    Task,
+    ToolLogEntry,
+    Trajectory,
+    content_hash,
+    result_hash,
+)
+from judging.axis import A_SHARE
+from judging.context import ProductLookup
+from judging.judge import JudgeConfig, judge_rules
+from judging.types import Judgment
+from storage.conversion.facts import TaskFacts, task_facts
+from storage.conversion.pruning import Pruned, PruneReason, prune, replays_identically
+from storage.conversion.step import RationaleWriter
+from storage.conversion.template import TemplateWriter
+from storage.conversion.verify import judged_problem
+from storage.conversion.writing import TraceWriter, memoised
+from storage.records import JudgedTrace
+
+_T = TypeVar("_T")
+CONVERTER_VERSION = "arena-convert/1"
+Origin = Literal["native", "converted"]
+ORIGINS: tuple[Origin, ...] = ("native", "converted")
+DropReason = Literal[
+    "no_trajectory",
+    "missing_task",
+    "no_tool_log",
+    "log_hash_mismatch",
+    "duplicate_call_id",
+    "unknown_toolset",
+    "catalog_mismatch",
+    "source_rejected",
+    "no_answer",
+    "ungrounded_rationale",
+    "format_failed",
+    "grounding_failed",
+    "outcome_changed",
+    "not_driven",
+]
+DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
+
+
+@dataclass(frozen=True)
+class ConversionConfig:
+    """How traces are converted (every field has the documented default).
+
+    Attributes:
+        prune: compile harness noise out (:mod:`storage.conversion.pruning`).
+        min_driven: the share of steps the axis step classifier must find driven.
+        attempts: how many times one step's rationale is written before the trace is dropped
+            (``ungrounded_rationale``), and how many passes rewrite steps that read narrated.
+        judge: the judge configuration to re-judge with (the tool set and catalog come from the
+            source and the index).
+    """
+
+    prune: bool = True
+    min_driven: float = A_SHARE
+    attempts: int = 3
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where an exported row comes from: ``native`` (as the miner returned it) or ``converted``."""
+
+    origin: Origin
+    source_hash: str | None = None
+    converter_version: str | None = None
+    writer: str | None = None
+
+    def columns(self) -> dict[str, str | None]:
+        """The export's provenance columns."""
+        return {
+            "origin": self.origin,
+            "source_hash": self.source_hash,
+            "converter_version": self.converter_version,
+            "writer": self.writer,
+        }
+
+
+NATIVE = Provenance("native")
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converted trace: the trajectory, the log it is judged with, its Judgment and provenance.
+
+    Attributes:
+        trajectory: the agentic trajectory (``arena.trajectory/1``; rationales in ``reasoning_content``).
+        tool_log: the validator's own entries for the kept calls (byte-identical, in order).
+        judgment: the re-judged Judgment (rule checks; reasoning unscored).
+        provenance: origin ``converted``, the source's hash, the converter version, the writer.
+        pruned: the dropped calls, (seq, why).
+        unpruned: pruning was undone (a replay differed, or the pruned trace failed the judge).
+        rewrites: rationales written again after the verifier or the step classifier refused one.
+    """
+
+    trajectory: Trajectory
+    tool_log: tuple[ToolLogEntry, ...]
+    judgment: Judgment
+    provenance: Provenance
+    pruned: tuple[tuple[int, PruneReason], ...] = ()
+    unpruned: bool = False
+    rewrites: int = 0
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A trace that could not be converted: the typed reason and a detail for people."""
+
+    reason: DropReason
+    detail: str = ""
+
+
+Conversion = Converted | Dropped
+
+
+@dataclass(frozen=True)
+class Converter:
+    """What a conversion run needs: the search index the traces were judged on, a writer, the settings."""
+
+    index: SearchIndex
+    writer: RationaleWriter = field(default_factory=TemplateWriter)
+    config: ConversionConfig = field(default_factory=ConversionConfig)
+
+
+def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:
+    """The source trace's content hash: its trajectory (wire form) and tool log together."""
+    return content_hash(
+        {"trajectory": trajectory.to_wire(), "tool_log": [e.model_dump(mode="json") for e in log]},
+        prefix="s-",
+    )
+
+
+def _inputs(
+    task: Task | None,
+    trajectory: Trajectory | None,
+    log: Sequence[ToolLogEntry],
+    source: Judgment,
+    index: SearchIndex,
+) -> Dropped | None:
+    """Why the inputs cannot be converted, or None."""
+    if trajectory is None:
+        return Dropped("no_trajectory")
+    if task is None:
+        return Dropped("missing_task", trajectory.task_id)
+    if not log:
+        return Dropped("no_tool_log")
+    bad = [e.seq for e in log if result_hash(e.result) != e.result_hash]
+    if bad:
+        return Dropped("log_hash_mismatch", f"seq {bad[0]}")
+    ids = [e.call_id for e in log if e.call_id is not None]
+    if len(ids) != len(set(ids)):
+        return Dropped("duplicate_call_id")
+    if (source.versions.toolset or DEFAULT_TOOLSET) not in TOOLSETS:
+        return Dropped("unknown_toolset", str(source.versions.toolset))
+    catalog = source.versions.catalog_version
+    if catalog and catalog != index.catalog_version:
+        return Dropped("catalog_mismatch", f"judged on {catalog}, index {index.catalog_version}")
+    if source.rejects or source.fabricated or source.end != "completed":
+        return Dropped("source_rejected", ",".join(source.rejects) or source.end)
+    if not any(e.tool == "recommend_product" and e.status == "ok" for e in log):
+        return Dropped("no_answer")
+    return None
+
+
+async def _attempt(
+    task: Task,
+    trajectory: Trajectory,
+    kept: Sequence[ToolLogEntry],
+    facts: TaskFacts,
+    seed: str,
+    converter: Converter,
+    products: ProductLookup,
+    judge_config: JudgeConfig,
+) -> tuple[Trajectory, Judgment, int] | Dropped:
+    """Write every step and re-judge; rewrite the steps the classifier reads as narrated, and judge again."""
+    attempts = converter.config.attempts
+    writing = TraceWriter(task, trajectory, kept, facts, seed, converter.writer, products, attempts)
+    failure = await writing.write(set(), 0)
+    if failure:
+        return Dropped("ungrounded_rationale", failure)
+    built = writing.trajectory()
+    judgment = judge_rules(task, built, log=kept, products=products, config=judge_config)
+    for rewrite_pass in range(1, attempts):
+        axis = judgment.check("axis")
+        redo = (
+            writing.undriven(built)
+            if axis is not None and axis.value is not None and axis.value < 1
+            else set()
+        )
+        if not redo:
+            break
+        failure = await writing.write(redo, rewrite_pass * attempts)
+        if failure:
+            return Dropped("ungrounded_rationale", failure)
+        built = writing.trajectory()
+        judgment = judge_rules(task, built, log=kept, products=products, config=judge_config)
+    return built, judgment, writing.rewrites
+
+
+def _explain(judgment: Judgment, problem: str) -> str:
+    """The re-judged check that failed, in its own words."""
+    names = {"format_failed": "format", "grounding_failed": "grounding", "not_driven": "axis"}
+    check = judgment.check(names.get(problem, "outcome"))
+    return check.explanation if check is not None else ""
+
+
+def _pruned(log: Sequence[ToolLogEntry], config: ConversionConfig, ctx: ToolContext) -> tuple[Pruned, bool]:
+    """The pruning decision, undone (second value True) when the kept calls replay to other bytes."""
+    entries = tuple(sorted(log, key=lambda e: e.seq))
+    if not config.prune:
+        return Pruned(kept=entries), False
+    decided = prune(entries)
+    if decided.dropped and not replays_identically(decided.kept, ctx):
+        return Pruned(kept=entries), True
+    return decided, False
+
+
+async def convert(
+    task: Task | None,
+    trajectory: Trajectory | None,
+    log: Sequence[ToolLogEntry],
+    source: Judgment,
+    *,
+    converter: Converter,
+) -> Conversion:
+    """Convert one judged trace (the module docstring has the steps); never raises for bad input.
+
+    Args:
+        task: the task the trace was judged against (None: ``missing_task``).
+        trajectory: the miner's trajectory (None: ``no_trajectory``).
+        log: the validator's tool log of the episode.
+        source: the trace's Judgment (outcome and success must survive conversion).
+        converter: the index, the writer and the settings.
+    """
+    index, config = converter.index, converter.config
+    refused = _inputs(task, trajectory, log, source, index)
+    if refused is not None or task is None or trajectory is None:
+        return refused or Dropped("no_trajectory")
+    toolset = source.versions.toolset or DEFAULT_TOOLSET
+    ctx = ToolContext(index=index, toolset=toolset)
+    judge_config = replace(config.judge, toolset=toolset, catalog_version=index.catalog_version)
+    seed = source_hash(trajectory, log)
+    decided, unpruned = _pruned(log, config, ctx)
+    facts = task_facts(task)
+    products = memoised(index.products)
+    while True:
+        attempt = await _attempt(
+            task, trajectory, decided.kept, facts, seed, converter, products, judge_config
+        )
+        if isinstance(attempt, Dropped):
+            return attempt
+        built, judgment, rewrites = attempt
+        problem = judged_problem(source, judgment, min_driven=config.min_driven)
+        if problem is None:
+            break
+        if not decided.dropped:
+            return Dropped(problem, _explain(judgment, problem))
+        decided, unpruned = Pruned(kept=tuple(sorted(log, key=lambda e: e.seq))), True
+    provenance = Provenance("converted", seed, CONVERTER_VERSION, converter.writer.provenance)
+    return Converted(
+        trajectory=built,
+        tool_log=decided.kept,
+        judgment=judgment,
+        provenance=provenance,
+        pruned=decided.dropped,
+        unpruned=unpruned,
+        rewrites=rewrites,
+    )
+
+
+async def convert_judged(trace: JudgedTrace, converter: Converter) -> Conversion:
+    """Convert a stored judged trace (its task, trajectory, tool log and Judgment)."""
+    return await convert(trace.task, trace.trajectory, trace.tool_log, trace.judgment, converter=converter)
+
+
+async def convert_all(
+    traces: Sequence[JudgedTrace], converter: Converter, *, concurrency: int = 1
+) -> list[Conversion]:
+    """Convert several traces, in order, ``concurrency`` at a time (a teacher endpoint serves several)."""
+    if concurrency <= 1:
+        return [await convert_judged(trace, converter) for trace in traces]
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(trace: JudgedTrace) -> Conversion:
+        async with gate:
+            return await convert_judged(trace, converter)
+
+    return list(await asyncio.gather(*(one(trace) for trace in traces)))
+
+
+def run_now(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run a conversion from synchronous code (curation): in place when it never waits, else in a loop.
+
+    The template writer never waits, so stepping the coroutine once finishes it without an event
+    loop (what keeps curation's conversion stage fast). A writer that does wait (a teacher
+    endpoint) has its first try abandoned at its first wait and the conversion run again in an
+    event loop: this thread's own when none runs here, else one in a worker thread.
+    """
+    first = make()
+    try:
+        first.send(None)
+    except StopIteration as done:
+        value: _T = done.value
+        return value
+    first.close()
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, make()).result()

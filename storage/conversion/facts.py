@@ -1,0 +1,332 @@
+"""The fact table of one conversion: what the user's query says, and what each logged result showed, in order.
+
+A rationale may cite only what the agent could see at that point: the user's query and the
+results of the calls before it (and the arguments it is about to send). The table is built
+step by step from the validator's tool log, so "before the call" is exact:
+
+- :class:`TaskFacts`: the items the query asks for (the query's own words for each gold item,
+  and each constraint of the ground truth that the query mentions, in the terms the user used:
+  price bounds, services, sku option and attribute values), the budget and the voucher;
+- :class:`ProductFacts`: per product id, what results showed of it (title, price, shop,
+  services, sold count; attributes and sku options once viewed), and the search that found it;
+- :class:`FactTable`: both, plus every digit-bearing token, number and text the agent has
+  seen, which the verifier (:mod:`storage.conversion.verify`) looks each citation up in.
+
+The gold product ids and titles are never facts: only the words the user wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from arena.arguments import split_product_ids
+from arena.phrasing import SERVICE_SYNONYMS, number_text
+from arena.templates import title_words
+from arena.types import GoldItem, Task, ToolLogEntry, Voucher
+from arena.wording import normalise_text, stem
+
+# A token that may carry a fact: it has a digit (ids, prices, sizes, codes), word characters, inner
+# hyphens and one decimal part ("406.07", "91-243", "GF191", "decoy-1"). One regex pass finds only these.
+DIGIT_TOKEN = re.compile(r"(?<![0-9A-Za-z_])[A-Za-z_]*[0-9][0-9A-Za-z_]*(?:-[0-9A-Za-z_]+)*(?:\.[0-9]+)?")
+# A number written with thousands separators ("1,446"): one number, not two.
+_GROUPED = re.compile(r"(?<![0-9.,])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?(?![0-9])")
+SEARCH_TOOLS = frozenset({"find_product", "find_products_in_same_shop"})
+ConstraintKind = Literal["price", "service", "sku", "attribute"]
+
+
+def number_key(value: float) -> float:
+    """The form numbers are compared in (two decimals: what a shop shows)."""
+    return round(float(value), 2)
+
+
+def as_number(token: str) -> float | None:
+    """The number a token spells, or None ("198", "406.07"; not "91-243" or "5xl")."""
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def digit_tokens(text: str) -> Iterable[str]:
+    """The case-folded tokens of ``text`` that contain a digit, plus grouped numbers without their commas."""
+    for token in DIGIT_TOKEN.findall(text):
+        yield token.casefold()
+    for match in _GROUPED.finditer(text):
+        yield match.group(0).replace(",", "")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One constraint of a gold item that the query mentions, named as the user named it.
+
+    Attributes:
+        kind: ``price``, ``service``, ``sku`` or ``attribute``.
+        key: the attribute or sku key (``wheel_material``), the service (``COD``) or ``price``.
+        label: the words a rationale names it with (``wheel material``, ``cash on delivery``).
+        values: the wanted values (``polyurethane``); empty for price and services.
+        low: a price constraint's lower bound (inclusive), if any.
+        high: its upper bound (inclusive), if any.
+    """
+
+    kind: ConstraintKind
+    key: str
+    label: str
+    values: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+
+    def price_text(self) -> str:
+        """A price constraint as a shopper says it: "between 91 and 243", "under 500", "above 5000".
+
+        Each form carries a word that ``judging.claims`` reads as talk about a range, not about a
+        product, so a bound written after a product id is never taken for that product's price.
+        """
+        if self.low is not None and self.high is not None:
+            return f"between {number_text(self.low)} and {number_text(self.high)}"
+        if self.high is not None:
+            return f"under {number_text(self.high)}"
+        return f"above {number_text(self.low or 0.0)}"
+
+    def admits(self, price: float) -> bool:
+        """Whether ``price`` is within the bounds (a price constraint only)."""
+        return (self.low is None or price >= self.low) and (self.high is None or price <= self.high)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One product the user asks for: the query's words for it and the constraints the query states."""
+
+    position: int
+    words: tuple[str, ...]
+    constraints: tuple[Constraint, ...]
+
+    @property
+    def name(self) -> str:
+        """The item in the user's words ("roller stem"), or "item N" when none of them survives."""
+        return " ".join(self.words) or f"item {self.position + 1}"
+
+    def of_kind(self, *kinds: ConstraintKind) -> tuple[Constraint, ...]:
+        """The item's constraints of these kinds."""
+        return tuple(c for c in self.constraints if c.kind in kinds)
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What the user's query states: the items, the shop condition, the budget, the voucher, its numbers."""
+
+    query: str
+    intent: str
+    items: tuple[Item, ...]
+    budget: float | None = None
+    voucher: Voucher | None = None
+    numbers: frozenset[float] = frozenset()
+
+
+class _Query:
+    """A query prepared once for mention look-ups (normalised text, its tokens and their stems)."""
+
+    def __init__(self, query: str) -> None:
+        self.text = f" {normalise_text(query)} "
+        self.words = self.text.split()
+        self.stems = {stem(w) for w in self.words}
+
+    def says(self, value: str) -> bool:
+        wanted = [stem(t) for t in normalise_text(value.rsplit(":", 1)[-1]).split()]
+        return bool(wanted) and all(t in self.stems for t in wanted)
+
+    def phrase(self, phrases: Iterable[str]) -> str | None:
+        return next((p for p in phrases if f" {normalise_text(p)} " in self.text), None)
+
+    def has_number(self, value: float | None) -> bool:
+        return value is not None and number_text(value) in self.words
+
+
+def _label(key: str) -> str:
+    return " ".join(key.replace("_", " ").split())
+
+
+def _constraints(item: GoldItem, query: _Query) -> list[Constraint]:
+    found: list[Constraint] = []
+    for price in item.price:
+        bounds = [b for b in (price.low, price.high) if b is not None]
+        if bounds and all(query.has_number(b) for b in bounds):
+            found.append(Constraint("price", "price", "price", low=price.low, high=price.high))
+    for service in item.service:
+        said = query.phrase(SERVICE_SYNONYMS[service])
+        if said:
+            found.append(Constraint("service", service, said))
+    for variant in item.sku_options:
+        for key, value in variant.items():
+            if query.says(value):
+                found.append(Constraint("sku", key, _label(key), (value,)))
+    for attribute in item.attributes:
+        for key, values in attribute.items():
+            wanted = tuple(v for v in values if query.says(v))
+            if wanted:
+                found.append(Constraint("attribute", key, _label(key), wanted))
+    return found
+
+
+def task_facts(task: Task) -> TaskFacts:
+    """Read what the query states about each gold item (only what the user actually wrote)."""
+    query = _Query(task.query)
+    surface = [w.strip(".'&+-") for w in re.findall(r"[A-Za-z][A-Za-z0-9'&+-]*", task.query)]
+    items = []
+    for position, gold in enumerate(task.gold):
+        wanted = {stem(w) for w in title_words(gold.titles[0])}
+        words = tuple(dict.fromkeys(w.lower() for w in surface if len(w) >= 2 and stem(w.lower()) in wanted))
+        items.append(Item(position, words, tuple(_constraints(gold, query))))
+    budget = task.budget if query.has_number(task.budget) else None
+    voucher = task.voucher if task.voucher is not None and query.has_number(task.voucher.threshold) else None
+    numbers = {as_number(token) for token in digit_tokens(task.query)}
+    known = frozenset(number_key(n) for n in numbers if n is not None)
+    return TaskFacts(task.query, task.intent, tuple(items), budget, voucher, known)
+
+
+@dataclass
+class ProductFacts:
+    """What the logged results showed of one product so far (None: not shown yet)."""
+
+    product_id: str
+    title: str | None = None
+    price: float | None = None
+    shop_id: str | None = None
+    services: tuple[str, ...] | None = None
+    sold_count: int | None = None
+    attributes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    sku: dict[str, set[str]] = field(default_factory=dict)
+    viewed: bool = False
+    found_by: int | None = None  # the seq of the first search that showed it
+    rank: int | None = None  # its position in that search's results (0-based)
+
+    def values(self, key: str) -> set[str]:
+        """The values the product showed for an attribute or sku key (lower-cased)."""
+        return {v.lower() for v in self.attributes.get(key, ())} | {v.lower() for v in self.sku.get(key, ())}
+
+
+@dataclass(frozen=True)
+class Search:
+    """A logged search as a later step reads it: its arguments, the ids it showed, and for which item."""
+
+    seq: int
+    arguments: Mapping[str, Any]
+    ids: tuple[str, ...]
+    item: int | None
+
+
+def _read(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+class FactTable:
+    """Everything the agent has seen, grown one logged call at a time (see the module docstring)."""
+
+    def __init__(self, task: TaskFacts) -> None:
+        self.task = task
+        self.products: dict[str, ProductFacts] = {}
+        self.searches: list[Search] = []
+        self.tokens: set[str] = set()
+        self.numbers: set[float] = set()
+        self._texts: list[str] = []
+        self._seen(task.query)
+
+    def _seen(self, text: str) -> None:
+        self._texts.append(" ".join(text.casefold().split()))
+        for token in digit_tokens(text):
+            self.tokens.add(token)
+            number = as_number(token)
+            if number is not None:
+                self.numbers.add(number_key(number))
+
+    def shows(self, quoted: str) -> bool:
+        """Whether ``quoted`` appears verbatim (case and spacing aside) in the query or anything seen."""
+        wanted = " ".join(quoted.casefold().split())
+        return any(wanted in text for text in self._texts)
+
+    def product(self, product_id: str) -> ProductFacts:
+        """The facts of a product a result shows (created when it first shows it)."""
+        found = self.products.get(product_id)
+        if found is None:
+            found = self.products[product_id] = ProductFacts(product_id)
+        return found
+
+    def add_call(self, entry: ToolLogEntry) -> None:
+        """The agent wrote this call: its arguments are known from now on."""
+        self._seen(json.dumps(entry.arguments, ensure_ascii=False))
+
+    def add_result(self, entry: ToolLogEntry, item: int | None = None) -> None:
+        """The agent read this call's result: record what it showed."""
+        self._seen(entry.result)
+        if entry.status != "ok":
+            return
+        value = _read(entry.result)
+        if entry.tool in SEARCH_TOOLS:
+            rows = value if isinstance(value, list) else []
+            ids = self._hits(rows, entry.seq)
+            self.searches.append(Search(entry.seq, entry.arguments, ids, item))
+        elif entry.tool == "view_product_information" and isinstance(value, list):
+            self._details(value)
+        elif entry.tool == "calculate_voucher" and isinstance(value, dict):
+            self._hits(value.get("products") or [], None)
+
+    def _hits(self, rows: list[Any], seq: int | None) -> tuple[str, ...]:
+        ids: list[str] = []
+        for rank, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("product_id"), str | int):
+                continue
+            facts = self.product(str(row["product_id"]))
+            ids.append(facts.product_id)
+            if isinstance(row.get("title"), str):
+                facts.title = row["title"]
+            if isinstance(row.get("price"), int | float) and not isinstance(row.get("price"), bool):
+                facts.price = float(row["price"])
+            if isinstance(row.get("shop_id"), str | int):
+                facts.shop_id = str(row["shop_id"])
+            if isinstance(row.get("service"), list):
+                facts.services = tuple(str(s) for s in row["service"])
+            if isinstance(row.get("sold_count"), int):
+                facts.sold_count = row["sold_count"]
+            if seq is not None and facts.found_by is None:
+                facts.found_by, facts.rank = seq, rank
+        return tuple(ids)
+
+    def _details(self, rows: list[Any]) -> None:
+        for row in rows:
+            if (
+                not isinstance(row, dict)
+                or "error" in row
+                or not isinstance(row.get("product_id"), str | int)
+            ):
+                continue
+            facts = self.product(str(row["product_id"]))
+            facts.viewed = True
+            attributes = row.get("attributes")
+            if isinstance(attributes, dict):
+                facts.attributes = {
+                    str(k): tuple(str(v) for v in (vs if isinstance(vs, list) else [vs]))
+                    for k, vs in attributes.items()
+                }
+            sku = row.get("sku_options")
+            if isinstance(sku, dict):
+                for variant in sku.values():
+                    if isinstance(variant, dict):
+                        for key, option in variant.items():
+                            facts.sku.setdefault(str(key), set()).add(str(option))
+
+    def item_of(self, product_id: str) -> int | None:
+        """The item the search that first showed ``product_id`` was for."""
+        seq = self.products[product_id].found_by if product_id in self.products else None
+        return next((s.item for s in self.searches if s.seq == seq), None)
+
+
+def call_ids(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """The product ids a call's (canonical) arguments name."""
+    ids, _ = split_product_ids(arguments.get("product_ids", ""))
+    return ids

@@ -1,0 +1,131 @@
+"""One trace's rationales: each step written against the facts before it, verified, rewritten if refused.
+
+The converted trajectory has one assistant turn per kept call, in log order: its
+``reasoning_content`` is the writer's rationale, its ``content`` empty (the harness's own
+narration is dropped), its one tool call the logged call (canonical arguments), and the tool
+message after it the logged result, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from arena.types import FunctionCall, Message, Product, Task, ToolCall, ToolLogEntry, Trajectory
+from arena.wording import tokens
+from judging.axis import classify_steps
+from judging.context import ProductLookup
+from storage.conversion.facts import SEARCH_TOOLS, FactTable, Item, TaskFacts
+from storage.conversion.step import RationaleWriter, Step, step_seed
+from storage.conversion.verify import unsupported
+
+
+def memoised(lookup: ProductLookup) -> ProductLookup:
+    """A catalog lookup that asks the index once per id (one trace's steps and judge share it)."""
+    cache: dict[str, Product | None] = {}
+
+    def products(ids: Sequence[str]) -> Mapping[str, Product]:
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            found = lookup(missing)
+            cache.update({i: found.get(i) for i in missing})
+        return {i: p for i in ids if (p := cache[i]) is not None}
+
+    return products
+
+
+def item_for(entry: ToolLogEntry, facts: FactTable) -> Item | None:
+    """The item a search serves: the one sharing most words with its query (an unsearched one on a tie)."""
+    items = facts.task.items
+    if entry.tool not in SEARCH_TOOLS or not items:
+        return None
+    q = set(tokens(str(entry.arguments.get("q") or "")))
+    searched = {s.item for s in facts.searches}
+
+    def score(item: Item) -> tuple[int, bool, int]:
+        words = set(tokens(" ".join([*item.words, *(v for c in item.constraints for v in c.values)])))
+        return (len(q & words), item.position not in searched, -item.position)
+
+    return max(items, key=score)
+
+
+def assemble(
+    trajectory: Trajectory, task: Task, kept: Sequence[ToolLogEntry], rationales: Sequence[str]
+) -> Trajectory:
+    """The converted trajectory: the source's system message, the task's query, one turn per kept call."""
+    messages = [m for m in trajectory.messages[:1] if m.role == "system"]
+    messages.append(Message(role="user", content=task.query))
+    for entry, rationale in zip(kept, rationales, strict=True):
+        call_id = entry.call_id or f"call_{entry.seq}"
+        arguments = json.dumps(entry.arguments, ensure_ascii=False)
+        call = ToolCall(id=call_id, function=FunctionCall(name=entry.tool, arguments=arguments))
+        messages.append(
+            Message(role="assistant", content=None, reasoning_content=rationale, tool_calls=(call,))
+        )
+        messages.append(Message(role="tool", tool_call_id=call_id, content=entry.result))
+    return Trajectory(
+        task_id=task.task_id,
+        episode_id=trajectory.episode_id,
+        miner_hotkey=trajectory.miner_hotkey,
+        messages=tuple(messages),
+    )
+
+
+class TraceWriter:
+    """The rationales of one trace as they are written, and how many had to be written again."""
+
+    def __init__(
+        self,
+        task: Task,
+        source: Trajectory,
+        kept: Sequence[ToolLogEntry],
+        facts: TaskFacts,
+        seed: str,
+        writer: RationaleWriter,
+        products: ProductLookup,
+        attempts: int,
+    ) -> None:
+        self.task, self.source, self.kept, self.facts = task, source, kept, facts
+        self.seed, self.writer, self.products, self.attempts = seed, writer, products, attempts
+        self.rationales: dict[int, str] = {}
+        self.rewrites = 0
+
+    async def _one(self, step: Step, offset: int) -> str | None:
+        """Write one step until the verifier accepts it (``attempts`` tries); None when it never does."""
+        problems: list[str] = []
+        for attempt in range(self.attempts):
+            text = await self.writer.write(step, attempt=offset + attempt, problems=problems)
+            found = unsupported(text, step, self.products)
+            if not found:
+                self.rationales[step.index] = text
+                return None
+            self.rewrites += 1
+            problems = [str(p) for p in found]
+        return f"{step.tool} at seq {step.entry.seq}: {problems[0]}"
+
+    async def write(self, redo: set[int], offset: int) -> str | None:
+        """Write the steps not written yet and those in ``redo``; the first refusal's detail, or None."""
+        facts = FactTable(self.facts)
+        for index, entry in enumerate(self.kept):
+            facts.add_call(entry)
+            item = item_for(entry, facts)
+            if index not in self.rationales or index in redo:
+                step = Step(index, entry, item, facts, step_seed(self.seed, index))
+                failure = await self._one(step, offset)
+                if failure:
+                    return failure
+            facts.add_result(entry, item.position if item is not None else None)
+        if redo:
+            self.rewrites += len(redo)
+        return None
+
+    def trajectory(self) -> Trajectory:
+        """The trajectory with the rationales written so far (every step has one after :meth:`write`)."""
+        rationales = [self.rationales[i] for i in range(len(self.kept))]
+        return assemble(self.source, self.task, self.kept, rationales)
+
+    def undriven(self, built: Trajectory) -> set[int]:
+        """The kept calls whose step the axis step classifier does not read as driven."""
+        calls = [index for index, entry in enumerate(self.kept) if entry.tool != "terminate"]
+        kinds = [step.kind for step in classify_steps(built)]
+        return {index for index, kind in zip(calls, kinds, strict=False) if kind != "driven"}

@@ -1,0 +1,78 @@
+"""Curation's conversion stage: harness traces become converted SFT, KTO and DPO rows with provenance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from sqlalchemy.orm import Session
+
+from arena.index import SearchIndex
+from storage import repository
+from storage.conversion.convert import CONVERTER_VERSION, Converter
+from storage.export import curate_and_export
+from storage.formats import PROVENANCE_COLUMNS
+from storage.gates import CurationConfig
+from storage.records import JudgedTrace
+from storage.tasks import save_tasks
+
+CONFIG = CurationConfig(split_by="none")
+
+
+def _store(session: Session, traces: list[JudgedTrace]) -> None:
+    save_tasks(session, tasks=[t.task for t in traces])
+    for t in traces:
+        repository.save_judged(
+            session, episode=t.episode, trajectory=t.trajectory, tool_log=t.tool_log, judgment=t.judgment
+        )
+
+
+def _jsonl(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_curate_converts_harness_traces_into_rows_with_provenance(
+    session: Session, tmp_path: Path, synth_index: SearchIndex, harness_traces: list[JudgedTrace]
+) -> None:
+    _store(session, harness_traces)
+    out = tmp_path / "export"
+    funnel = curate_and_export(session, out, config=CONFIG, converter=Converter(index=synth_index))
+    stages = {s["stage"]: s for s in funnel["stages"]}
+    convert = stages["convert"]
+    assert convert["in"] == stages["axis"]["out"] == len(harness_traces)  # one harness: miner axis B
+    assert convert["out"] + sum(convert["dropped"].values()) == convert["in"]
+    assert convert["notes"]["converted"] == convert["out"] > 0
+    assert stages["ranking"]["in"] == convert["out"]
+    assert funnel["exports"]["axis_b"] == {"train": 0, "eval": 0}
+    sft = _jsonl(out / "sft.jsonl")
+    assert sft and {row["origin"] for row in sft} == {"converted"}
+    assert funnel["origins"]["sft"] == {"native": 0, "converted": len(sft)}
+    sources = {row["source_hash"] for row in sft}
+    assert all(isinstance(h, str) and h.startswith("s-") for h in sources)
+    assert {row["converter_version"] for row in sft} == {CONVERTER_VERSION}
+    assert {row["writer"] for row in sft} == {"template/1"}
+    for row in sft:  # every assistant turn calls a tool for reasons it states
+        turns = [m for m in row["messages"] if m["role"] == "assistant"]
+        assert all(m["reasoning_content"] and m["tool_calls"] for m in turns)
+    kto = _jsonl(out / "kto.jsonl")
+    assert {row["label"] for row in kto} == {True, False}  # failed harness traces: KTO negatives
+    for name in ("sft", "kto", "dpo"):
+        table = pq.read_table(out / f"{name}.parquet")
+        assert set(PROVENANCE_COLUMNS) <= set(table.column_names)
+    back = pq.read_table(out / "sft.parquet").to_pylist()
+    assert [r["source_hash"] for r in back] == [r["source_hash"] for r in sft]
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert f"sft 0 native, {len(sft)} converted" in card
+
+
+def test_no_converter_sets_b_aside_as_before(
+    session: Session, tmp_path: Path, harness_traces: list[JudgedTrace]
+) -> None:
+    _store(session, harness_traces)
+    funnel = curate_and_export(session, tmp_path / "export", config=CONFIG)
+    stages = {s["stage"]: s for s in funnel["stages"]}
+    assert stages["axis"]["aside"]["axis_b"] > 0 and stages["axis"]["dropped"]["axis_mixed"] > 0
+    assert stages["axis"]["out"] == stages["convert"]["in"] == stages["convert"]["out"] == 0
+    assert stages["convert"]["notes"] == {"off": "no search index"}
+    assert funnel["exports"]["sft"] == {"train": 0, "eval": 0}

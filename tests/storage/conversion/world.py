@@ -1,0 +1,85 @@
+"""Judged traces of the scripted harness (the axis-B baseline) on generated tasks, as a validator stores them.
+
+The tasks come from ``arena.generate`` over the session's synthetic index; each episode runs the
+scripted agent through a caller that logs every call as the tool server does, and is judged by
+the rule checks (no reasoning judge). Failures are kept: they are what KTO and DPO negatives
+come from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from arena.generate import generate_tasks
+from arena.index import SearchIndex
+from arena.tools import ToolContext, canonical_arguments, run_tool, tool_schemas
+from arena.types import Task, ToolLogEntry, ToolResult, result_hash
+from judging.judge import JudgeConfig, judge
+from neurons.miner.agents.contract import AgentRequest
+from neurons.miner.agents.scripted import scripted_agent
+from storage.records import EpisodeRecord, JudgedTrace
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+HOTKEY = "hk-scripted"
+
+
+async def _episode(task: Task, index: SearchIndex, number: int) -> JudgedTrace:
+    ctx = ToolContext(index=index)
+    episode_id = f"ep-{number:05d}"
+    log: list[ToolLogEntry] = []
+
+    async def call_tool(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        result = run_tool(name, arguments, ctx)
+        log.append(
+            ToolLogEntry(
+                episode_id=episode_id,
+                seq=len(log),
+                call_id=call_id,
+                tool=name,
+                arguments=canonical_arguments(name, arguments),
+                result=result.content,
+                result_hash=result_hash(result.content),
+                status="error" if result.error else "ok",
+                started_at=T0,
+                finished_at=T0,
+            )
+        )
+        return result
+
+    request = AgentRequest(
+        task_id=task.task_id, episode_id=episode_id, query=task.query, tools=tuple(tool_schemas())
+    )
+    output = await scripted_agent(request, call_tool)
+    trajectory = output.trajectory(request, HOTKEY)
+    config = JudgeConfig(catalog_version=index.catalog_version)
+    judgment = await judge(task, trajectory, log=log, products=index.products, completer=None, config=config)
+    episode = EpisodeRecord(
+        episode_id=episode_id,
+        task_id=task.task_id,
+        miner_hotkey=HOTKEY,
+        validator_hotkey="hk-validator",
+        started_at=T0 + timedelta(seconds=number),
+        finished_at=T0 + timedelta(seconds=number + 1),
+        end="completed",
+    )
+    return JudgedTrace(
+        seq=number + 1,
+        stored_at=T0,
+        episode=episode,
+        task=task,
+        trajectory=trajectory,
+        tool_log=tuple(log),
+        judgment=judgment,
+    )
+
+
+def scripted_traces(index: SearchIndex, n: int, seed: int) -> list[JudgedTrace]:
+    """``n`` tasks generated with ``seed``, one judged scripted episode each."""
+    tasks, _ = generate_tasks(index, n=n, seed=seed)
+
+    async def run() -> list[JudgedTrace]:
+        return [await _episode(task, index, i) for i, task in enumerate(tasks)]
+
+    return asyncio.run(run())
