@@ -42,8 +42,10 @@ AGENT_OPTIONS: dict[str, Any] = {
 }
 CHAT_FORMAT = "arena-tools-compact"
 REPORTED = ("asr", "process", "hallucinated_ids", "tool_calls")
-# `arena curate` arguments of the two exports: axis-B (and mixed) traces converted, or native only.
-CURATE_ARGS = {"converted": ("--axis", "A,B,mixed"), "native": ("--axis", "A")}
+# `arena curate` arguments of the two exports: axis-B and mixed traces converted into agentic
+# trajectories (which needs the index they were judged on), or native axis-A rows only (what
+# curation exported before conversion).
+CURATE_ARGS = {"converted": ("--index", "index"), "native": ("--no-convert",)}
 
 
 class LearnError(RuntimeError):
