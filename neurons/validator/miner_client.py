@@ -21,6 +21,7 @@ import httpx
 from pydantic import ValidationError
 
 from arena.jsondepth import JsonDepthGuard, json_depth
+from arena.jsonkeys import duplicate_key
 from arena.types import EpisodeEnd, Trajectory
 from neurons import metrics
 from neurons.chain.chaintypes import AuthFailure, Neuron
@@ -277,6 +278,8 @@ class MinerClient:
             )
         except AuthFailure as exc:
             return _Failure("bad_signature", "bad_signature", exc.reason, status=200)
+        if (key := duplicate_key(body)) is not None:  # the parser would keep the last one silently
+            return _Failure("malformed", "malformed", f"the body repeats the key {key[:64]!r}", status=200)
         try:
             response = TaskResponse.model_validate_json(body)
         except ValidationError as exc:

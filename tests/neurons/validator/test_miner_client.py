@@ -321,6 +321,17 @@ async def test_signed_garbage_is_malformed(validator: Wallet, miner: Wallet) -> 
     assert reply.end == "malformed" and "trajectory" in reply.detail
 
 
+async def test_a_signed_answer_repeating_a_key_is_malformed(validator: Wallet, miner: Wallet) -> None:
+    def handle(sent: httpx.Request) -> httpx.Response:
+        honest = answer_body(TaskRequest.model_validate_json(sent.content), hotkey_of(miner))
+        body = honest[:-1] + b', "stop": "other"}'  # the signature covers it: the miner sent both
+        return httpx.Response(200, content=body, headers=signed(miner, sent, body))
+
+    async with client_for(validator, handle) as client:
+        reply = await client.query(neuron_of(miner), task_request())
+    assert reply.end == "malformed" and "repeats the key 'stop'" in reply.detail
+
+
 # ---------------------------------------------------------------------------- transport faults
 
 
