@@ -37,6 +37,7 @@ from neurons.chain.client import BittensorChain, open_neuron_chain
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
+from neurons.serving import uvicorn_options
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.endpoints import EndpointPolicy, endpoint_policy, screen_endpoints
 from neurons.validator.miner_client import MinerClient
@@ -365,7 +366,13 @@ async def serve(
         on_shutdown=scheduler.stop,
     )
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on"
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        **uvicorn_options(),  # slow-loris bounds on the public port (neurons.serving)
     )
     server = uvicorn.Server(config)
     logger.info(
