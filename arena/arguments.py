@@ -9,7 +9,8 @@ The rules, in one place:
   function without parameters, so the judge reads it the same way;
 - anything else must be one JSON object, decoded strictly: ``NaN`` and ``Infinity`` are
   refused (no argument needs them, and they are not JSON), and so are texts over
-  ``MAX_ARGUMENT_CHARS`` (a runaway generation).
+  ``MAX_ARGUMENT_CHARS`` (a runaway generation), and objects that repeat a key (a parser
+  would keep the last value silently; ``arena.jsonkeys``).
 
 :func:`split_product_ids` is the one reading of a ``product_ids`` argument, and
 :func:`loads_finite` the one NaN-refusing JSON decoder (tool arguments, judge replies).
@@ -21,10 +22,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from arena.jsonkeys import DuplicateKey, unique_object
+
 # Arguments are a handful of short strings; anything this long is a runaway generation.
 MAX_ARGUMENT_CHARS = 16_384
 
-ArgumentCause = Literal["too_long", "not_json", "not_object"]
+ArgumentCause = Literal["too_long", "not_json", "not_object", "duplicate_key"]
 
 
 @dataclass(frozen=True)
@@ -62,12 +65,19 @@ def parse_arguments(arguments: str) -> dict[str, Any] | ArgumentError:
     if not arguments.strip():
         return {}
     try:
-        value = loads_finite(arguments)
+        value = _loads_arguments(arguments)
+    except DuplicateKey as exc:
+        return ArgumentError("duplicate_key", f"arguments repeat a key ({exc})")
     except (ValueError, RecursionError) as exc:
         return ArgumentError("not_json", f"arguments are not valid JSON ({_first_line(exc)})")
     if not isinstance(value, dict):
         return ArgumentError("not_object", f"arguments must be a JSON object, got {type(value).__name__}")
     return value
+
+
+def _loads_arguments(arguments: str) -> Any:
+    """``loads_finite`` that also refuses an object repeating a key (``DuplicateKey``)."""
+    return json.loads(arguments, parse_constant=_refuse_constant, object_pairs_hook=unique_object)
 
 
 def _first_line(exc: BaseException) -> str:

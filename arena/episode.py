@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from arena.arguments import parse_arguments
 from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInvalid
+from arena.jsonkeys import unique_object
 from arena.tools import Arguments, ToolContext, canonical_arguments, run_tool
 from arena.types import ToolLogEntry, canonical_json, result_hash
 
@@ -132,10 +133,7 @@ class EpisodeTokens:
             raise TokenInvalid("malformed episode token") from None
         if not hmac.compare_digest(mac, self._mac(payload)):
             raise TokenInvalid("episode token signature does not verify")
-        body: dict[str, Any] = json.loads(payload)
-        return TokenClaims(
-            episode_id=body["e"], miner_hotkey=body["h"], task_id=body["t"], expires_at=body["x"]
-        )
+        return _read_claims(payload)
 
     def verify(self, token: str, *, now: float) -> TokenClaims:
         """Return the claims of an authentic, unexpired token.
@@ -148,6 +146,29 @@ class EpisodeTokens:
         if now >= claims.expires_at:
             raise TokenExpired(f"episode token expired at {claims.expires_at}")
         return claims
+
+
+_CLAIM_KEYS = frozenset({"e", "h", "t", "x"})
+
+
+def _read_claims(payload: bytes) -> TokenClaims:
+    """The claims of an authentic payload; ``TokenInvalid`` when they are not the four we mint.
+
+    Only the secret's holder can make a MAC verify, but a payload minted by another version (or a
+    leaked secret) must still be refused as a token, not crash the request as a 500.
+    """
+    try:
+        body = json.loads(payload, object_pairs_hook=unique_object)
+    except (ValueError, RecursionError):
+        raise TokenInvalid("episode token claims are not a JSON object") from None
+    if not isinstance(body, dict) or body.keys() != _CLAIM_KEYS:
+        raise TokenInvalid("episode token claims are not the expected fields")
+    texts = (body["e"], body["h"], body["t"])
+    if not all(isinstance(text, str) and text for text in texts):
+        raise TokenInvalid("episode token claims hold a field that is not text")
+    if isinstance(body["x"], bool) or not isinstance(body["x"], int):
+        raise TokenInvalid("episode token claims hold an expiry that is not an integer")
+    return TokenClaims(episode_id=body["e"], miner_hotkey=body["h"], task_id=body["t"], expires_at=body["x"])
 
 
 class ToolLogStore(Protocol):

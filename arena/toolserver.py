@@ -16,10 +16,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
 
 from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
 from arena.errors import BudgetExhausted, EpisodeClosed, EpisodeError, TokenExpired, TokenInvalid
+from arena.httpguard import bad_call_id, bounded_headers, wrong_content_type
 from arena.jsondepth import json_depth
+from arena.jsonkeys import duplicate_key
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_schemas
 
 logger = logging.getLogger(__name__)
@@ -56,22 +60,38 @@ class PracticeRequest(BaseModel):
 
 
 async def read_body_within(request: Request, max_bytes: int) -> bytes | None:
-    """Read a request body, or None as soon as it (or its declared length) exceeds ``max_bytes``."""
+    """Read a request body, or None as soon as it (or its declared length) exceeds ``max_bytes``.
+
+    Raises:
+        ClientDisconnect: the client went away before the body was complete (logged here, at
+            INFO: an ordinary event on a public port, not our fault).
+    """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
         return None
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > max_bytes:
-            return None
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                return None
+            chunks.append(chunk)
+    except ClientDisconnect:
+        logger.info("client_disconnected path=%s received_bytes=%d", request.url.path[:128], size)
+        raise
     return b"".join(chunks)
 
 
+def refuse_wrong_content_type(request: Request) -> None:
+    """Raise 415 unless the request's body is declared JSON (or not declared at all)."""
+    if (why := wrong_content_type(request.headers.get("content-type"))) is not None:
+        raise HTTPException(415, why)
+
+
 async def read_capped_body(request: Request, limits: Limits) -> bytes:
-    """Read a request body, refusing (413) one over the size or depth cap before it is parsed."""
+    """Read a request body, refusing a wrong Content-Type (415) and one over the size or depth cap (413)."""
+    refuse_wrong_content_type(request)
     body = await read_body_within(request, limits.max_body_bytes)
     if body is None:
         raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
@@ -102,15 +122,25 @@ def short_validation_message(errors: Any) -> str:
     return "; ".join(parts) or "invalid request"
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # Logged where the body was read; the answer goes nowhere, so it carries nothing.
+    return Response(status_code=400)
+
+
 async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
     errors = exc.errors() if isinstance(exc, RequestValidationError | ValidationError) else []
     return JSONResponse({"detail": short_validation_message(errors)}, status_code=422)
 
 
 def add_error_handlers(app: FastAPI) -> None:
-    """Install the short 422 handler on an app (the validator calls this for its own app too)."""
+    """Install the short 422 handler, the quiet client-gone answer and the header-count 431 on an app.
+
+    The validator calls this for its own app too, so both ports refuse alike.
+    """
     app.add_exception_handler(RequestValidationError, _validation_handler)
     app.add_exception_handler(ValidationError, _validation_handler)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
+    app.add_middleware(bounded_headers)
 
 
 def create_tool_router(
@@ -149,6 +179,8 @@ def create_tool_router(
         x_arena_call_id: str | None = Header(default=None, max_length=128),
     ) -> ToolCallResponse:
         token = _bearer(authorization)
+        if x_arena_call_id is not None and (why := bad_call_id(x_arena_call_id)) is not None:
+            raise HTTPException(400, why)
         try:
             registry.authorize(token)  # refuse before reading the body
             body = (await read_capped_body(request, limits)).decode("utf-8")
@@ -178,6 +210,8 @@ def _add_practice_routes(
     @router.post("/v1/practice/episodes")
     async def open_practice_episode(request: Request) -> dict[str, Any]:
         body = await read_capped_body(request, limits)
+        if (key := duplicate_key(body)) is not None:
+            raise HTTPException(422, f"the body repeats the key {key[:64]!r}")
         try:
             asked = PracticeRequest.model_validate_json(body) if body.strip() else PracticeRequest()
         except ValidationError as exc:
@@ -259,4 +293,5 @@ __all__ = [
     "create_tool_router",
     "read_body_within",
     "read_capped_body",
+    "refuse_wrong_content_type",
 ]

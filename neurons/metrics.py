@@ -81,6 +81,19 @@ METAGRAPH_SYNC_TIMESTAMP = Gauge(
     "Unix time of the last successful metagraph sync (age = time() - this).",
     multiprocess_mode="max",
 )
+SELF_CHECK_OK = Gauge(
+    "arena_validator_self_check_ok",
+    "1 while the validator's self-check passes (registered, permit or owner, chain reachable, clock).",
+    multiprocess_mode="mostrecent",
+)
+SELF_CHECK_FAILURES = Counter(
+    "arena_validator_self_check_failures_total", "Failed validator self-checks, by cause.", ["cause"]
+)
+VALIDATOR_REFUSALS = Counter(
+    "arena_validator_refusals_total",
+    "Miners' refusals naming the validator's own state (no_permit, unknown_hotkey, stale, wrong_receiver).",
+    ["reason"],
+)
 CHAIN_ERRORS = Counter("arena_chain_errors_total", "Failed chain calls, by call.", ["call"])
 
 # ---------------------------------------------------------------- validator -> miner requests

@@ -616,6 +616,22 @@ def chain() -> Json:
             ),
             panel(
                 "timeseries",
+                "Self-check and refusals in our name",
+                "1 while the self-check passes; failures by cause, and refusals naming our state, per hour.",
+                [
+                    target(f"min by (instance) (arena_validator_self_check_ok{{{V}}})", "self-check ok"),
+                    target(
+                        f"sum by (cause) (increase(arena_validator_self_check_failures_total{{{V}}}[1h]))",
+                        "failed: {{cause}}",
+                    ),
+                    target(
+                        f"sum by (reason) (increase(arena_validator_refusals_total{{{V}}}[1h]))",
+                        "refused: {{reason}}",
+                    ),
+                ],
+            ),
+            panel(
+                "timeseries",
                 "Metagraph age",
                 "Seconds since the last successful metagraph sync.",
                 [

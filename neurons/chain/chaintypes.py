@@ -49,6 +49,13 @@ class MetagraphSnapshot(Frozen):
         return neuron.uid if neuron is not None else None
 
 
+class ChainClock(Frozen):
+    """The head block's time (the Timestamp pallet's ``Now``, unix seconds) and the block interval."""
+
+    timestamp: float
+    block_seconds: float
+
+
 class Submission(Frozen):
     """The checked outcome of one extrinsic: included and successful, or refused with a reason.
 
@@ -139,6 +146,10 @@ class Chain(Protocol):
 
     async def weight_rules(self) -> WeightRules:
         """The subnet's weight-setting hyperparameters (rate limit, tempo, version key...)."""
+        ...
+
+    async def clock(self) -> ChainClock:
+        """The head block's timestamp and the block interval (the validator's clock check)."""
         ...
 
     async def set_weights(

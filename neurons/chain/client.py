@@ -33,6 +33,7 @@ from bittensor.intents import ServeAxon, SetWeights
 
 from neurons import metrics
 from neurons.chain.chaintypes import (
+    ChainClock,
     MetagraphSnapshot,
     OnChainWeights,
     Submission,
@@ -151,6 +152,17 @@ class BittensorChain:
     async def block(self) -> int:
         """The current block."""
         return await self._run("block", self._client.block, self._read_timeout)
+
+    async def clock(self) -> ChainClock:
+        """The head block's ``Timestamp.Now`` (milliseconds on chain, seconds here) and the block interval."""
+
+        async def read() -> ChainClock:
+            now_ms, seconds = await asyncio.gather(
+                self._client.query(("Timestamp", "Now"), []), self._client.block_time()
+            )
+            return ChainClock(timestamp=int(now_ms or 0) / 1000.0, block_seconds=float(seconds))
+
+        return await self._run("clock", read, self._read_timeout)
 
     async def weight_rules(self) -> WeightRules:
         """The subnet's weight-setting hyperparameters, read at the head."""

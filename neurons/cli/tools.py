@@ -62,6 +62,8 @@ def serve(
     """
     import uvicorn
 
+    from neurons.serving import uvicorn_options
+
     if toolset not in TOOLSETS:
         fail(f"unknown --toolset {toolset!r} (known: {', '.join(TOOLSETS)})")
     if secret_file is None and not practice:
@@ -91,6 +93,6 @@ def serve(
         len(search_index),
     )
     try:
-        uvicorn.run(server, host=host, port=port, log_config=None, access_log=False)
+        uvicorn.run(server, host=host, port=port, log_config=None, access_log=False, **uvicorn_options())
     finally:
         search_index.close()

@@ -28,8 +28,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
+from arena.httpguard import bounded_headers, wrong_content_type
 from arena.jsondepth import json_depth
+from arena.jsonkeys import duplicate_key
 from arena.toolserver import read_body_within
 from arena.types import Trajectory
 from neurons import metrics
@@ -134,6 +137,7 @@ def create_miner_app(
                     await on_shutdown()
 
     app = FastAPI(title="Shopping Arena miner", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.add_middleware(bounded_headers)
 
     @app.post(TASKS_PATH)
     async def tasks(request: Request) -> Response:
@@ -143,6 +147,8 @@ def create_miner_app(
             if refused.result is not None:
                 metrics.MINER_TASKS.labels(refused.result).inc()
             return _refusal(refused.status, refused.reason, refused.detail)
+        except ClientDisconnect:  # logged at INFO where the body was read; the answer goes nowhere
+            return Response(status_code=400)
         except Exception:  # the handler never crashes: our own fault, logged with its traceback
             logger.exception("task_handler_failed")
             metrics.MINER_TASKS.labels("internal_error").inc()
@@ -179,6 +185,8 @@ def _target(request: Request) -> str:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
+    if (why := wrong_content_type(request.headers.get("content-type"))) is not None:
+        raise _Refused(415, "content_type", why)
     body = await read_body_within(request, limit)
     if body is None:
         raise _Refused(413, "too_large", f"request body over {limit} bytes", "too_large")
@@ -214,6 +222,8 @@ async def _authenticate(miner: _Miner, request: Request, body: bytes) -> str:
 def _parse(miner: _Miner, body: bytes) -> TaskRequest:
     if json_depth(body) > miner.config.max_request_depth:
         raise _Refused(413, "too_deep", f"JSON nested deeper than {miner.config.max_request_depth}")
+    if (key := duplicate_key(body)) is not None:  # the parser would keep the last one silently
+        raise _Refused(422, "malformed", f"the body repeats the key {key[:64]!r}")
     try:
         task = TaskRequest.model_validate_json(body)
     except ValidationError as exc:

@@ -31,6 +31,7 @@ from neurons.miner.app import create_miner_app
 from neurons.miner.settings import MinerSettings
 from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
+from neurons.serving import uvicorn_options
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,12 @@ def run(settings: MinerSettings) -> None:
     """Serve the endpoint on chain, then run uvicorn until stopped (blocks)."""
     if settings.serve_on_chain:
         asyncio.run(serve_endpoint(settings))
-    options: dict[str, Any] = {"host": settings.host, "port": settings.port, "log_config": None}
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        "log_config": None,
+        **uvicorn_options(),  # slow-loris bounds on the public port (neurons.serving)
+    }
     logger.info(
         "miner_start network=%s netuid=%d port=%d workers=%d agent=%s",
         settings.network,

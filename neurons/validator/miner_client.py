@@ -21,6 +21,7 @@ import httpx
 from pydantic import ValidationError
 
 from arena.jsondepth import JsonDepthGuard, json_depth
+from arena.jsonkeys import duplicate_key
 from arena.types import EpisodeEnd, Trajectory
 from neurons import metrics
 from neurons.chain.chaintypes import AuthFailure, Neuron
@@ -49,6 +50,7 @@ FailureCause = Literal[
     "connect",  # miner_error: the connection was refused or failed
     "transport",  # miner_error: another HTTP transport error
     "http_status",  # miner_error: an answer other than 200
+    "refused_us",  # miner_error until the round decides: a refusal naming our own state (OUR_FAULT_REASONS)
     "timeout",  # timeout: no complete answer by the hard deadline
     "encoding",  # malformed: a compressed body (never inflated)
     "malformed",  # malformed: not a valid TaskResponse, or not the one asked for
@@ -56,6 +58,11 @@ FailureCause = Literal[
     "json_depth",  # too_large: nested deeper than the depth cap
     "bad_signature",  # bad_signature: the response signature does not verify
 ]
+
+
+OUR_FAULT_REASONS = frozenset({"no_permit", "unknown_hotkey", "stale", "wrong_receiver"})
+"""Refusal reasons that name the validator's own state: its registration, permit, clock, or the
+hotkey it signed for. Such a reply is never a miner zero by itself (``neurons.validator.rounds``)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,7 @@ class MinerReply:
         status_code: the miner's HTTP status when one arrived.
         response_bytes: body bytes read.
         stop: the agent's own stop reason (informational).
+        refusal: the miner's refusal reason code on a non-200 answer, when it sent one.
     """
 
     hotkey: str
@@ -85,16 +93,24 @@ class MinerReply:
     status_code: int | None = None
     response_bytes: int = 0
     stop: str | None = None
+    refusal: str | None = None
 
 
 class _Failure(Exception):
     """An exchange ended as a miner fault; carries what the reply needs."""
 
     def __init__(
-        self, end: EpisodeEnd, cause: FailureCause, message: str = "", *, status: int | None = None
+        self,
+        end: EpisodeEnd,
+        cause: FailureCause,
+        message: str = "",
+        *,
+        status: int | None = None,
+        refusal: str | None = None,
     ) -> None:
         super().__init__(cause)
         self.end, self.cause, self.message, self.status = end, cause, message, status
+        self.refusal = refusal
 
 
 class MinerClient:
@@ -177,8 +193,8 @@ class MinerClient:
                 except TimeoutError:
                     outcome = _Failure("timeout", "timeout", f"no complete answer within {budget:.1f}s")
         finally:
-            if outcome is None:
-                self.breaker.abandon(neuron.hotkey)
+            if outcome is None or (isinstance(outcome, _Failure) and outcome.cause == "refused_us"):
+                self.breaker.abandon(neuron.hotkey)  # neither our overload nor our state is its fault
         latency = self._clock() - start
         metrics.MINER_REQUEST_DURATION.observe(latency)
         if isinstance(outcome, MinerReply):
@@ -186,7 +202,8 @@ class MinerClient:
             reply = dataclasses.replace(outcome, latency=latency)
             logger.debug("miner_query uid=%d end=completed latency=%.3f", neuron.uid, latency)
             return reply
-        self.breaker.record(neuron.hotkey, success=False)
+        if outcome.cause != "refused_us":
+            self.breaker.record(neuron.hotkey, success=False)
         return self._finish(neuron, outcome, latency)
 
     def _finish(self, neuron: Neuron, failure: _Failure, latency: float) -> MinerReply:
@@ -207,6 +224,7 @@ class MinerClient:
             cause=failure.cause,
             detail=failure.message,
             status_code=failure.status,
+            refusal=failure.refusal,
         )
 
     async def _exchange(self, neuron: Neuron, request: TaskRequest, budget: float) -> MinerReply | _Failure:
@@ -235,7 +253,10 @@ class MinerClient:
 
     async def _read(self, answer: httpx.Response, max_bytes: int) -> bytes:
         if answer.status_code != 200:
-            raise _Failure("miner_error", "http_status", await _refusal(answer), status=answer.status_code)
+            reason = await _refusal_reason(answer)
+            cause: FailureCause = "refused_us" if reason in OUR_FAULT_REASONS else "http_status"
+            detail = f"{answer.status_code} {reason or ''}".strip()
+            raise _Failure("miner_error", cause, detail, status=answer.status_code, refusal=reason)
         encoding = answer.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             # Never inflate a miner's compressed body: a few KiB of gzip can decode to gigabytes.
@@ -277,6 +298,8 @@ class MinerClient:
             )
         except AuthFailure as exc:
             return _Failure("bad_signature", "bad_signature", exc.reason, status=200)
+        if (key := duplicate_key(body)) is not None:  # the parser would keep the last one silently
+            return _Failure("malformed", "malformed", f"the body repeats the key {key[:64]!r}", status=200)
         try:
             response = TaskResponse.model_validate_json(body)
         except ValidationError as exc:
@@ -311,19 +334,19 @@ def _mismatch(neuron: Neuron, request: TaskRequest, response: TaskResponse) -> s
     return ""
 
 
-async def _refusal(answer: httpx.Response) -> str:
-    """``http <status>`` plus the refusal reason when the miner sent a short JSON one."""
+async def _refusal_reason(answer: httpx.Response) -> str | None:
+    """The refusal reason code of a non-200 answer, when the miner sent a short JSON one."""
     head = b""
     async for chunk in answer.aiter_bytes():
         head += chunk
         if len(head) >= _ERROR_BODY_BYTES:
             break
-    head, reason = head[:_ERROR_BODY_BYTES], ""
+    head, reason = head[:_ERROR_BODY_BYTES], None
     if json_depth(head) <= 2:  # the parser never sees a deep document
         try:
             payload = json.loads(head)
         except ValueError:
             payload = None
         if isinstance(payload, dict) and isinstance(payload.get("reason"), str):
-            reason = payload["reason"][:64]
-    return f"{answer.status_code} {reason}".strip()
+            reason = payload["reason"][:64] or None
+    return reason

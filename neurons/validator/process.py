@@ -38,6 +38,7 @@ from neurons.chain.client import BittensorChain, open_neuron_chain
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.process import run_neuron
 from neurons.protocol import PROTOCOL_VERSION
+from neurons.serving import uvicorn_options
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.endpoints import EndpointPolicy, endpoint_policy, screen_endpoints
 from neurons.validator.miner_client import MinerClient
@@ -49,6 +50,7 @@ from neurons.validator.rounds import (
     run_round,
 )
 from neurons.validator.scheduler import Job, Scheduler, run_job
+from neurons.validator.selfcheck import SelfCheck, run_self_check
 from neurons.validator.settings import ValidatorSettings
 from neurons.validator.startup import (
     StartupError,
@@ -122,6 +124,7 @@ class Validator:
     snapshot: MetagraphSnapshot | None = None
     last_round: RoundSummary | None = None
     last_weights: WeightsOutcome | None = None
+    last_check: SelfCheck | None = None
     tasks_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -149,7 +152,13 @@ class Validator:
             tool_server_url=s.tool_server_url() or "",
             query_concurrency=s.client.max_concurrency,
             judge_concurrency=s.judge.concurrency,
+            self_check=self.self_check,
         )
+
+    async def self_check(self) -> SelfCheck:
+        """Check ourselves against the chain (registered, permit or owner, reachable, clock)."""
+        self.last_check = await run_self_check(self.chain, max_clock_skew=self.settings.max_clock_skew)
+        return self.last_check
 
     async def sync_metagraph(self) -> MetagraphSnapshot:
         """Take a metagraph snapshot and export its block and time."""
@@ -175,8 +184,15 @@ class Validator:
     async def round(self) -> RoundSummary:
         """Close a round a crash left open, then run the next one on a fresh metagraph snapshot.
 
-        Miners whose advertised address the endpoint policy refuses are not queried.
+        Miners whose advertised address the endpoint policy refuses are not queried. No round runs
+        while the self-check fails: the miners would refuse us, and that is no fault of theirs.
         """
+        check = await self.self_check()
+        if not check.ok:
+            logger.error("round_refused cause=%s detail=%s", check.cause, check.detail)
+            metrics.ROUNDS.labels("refused").inc()
+            self.last_round = RoundSummary(round_id=None, result="refused")
+            return self.last_round
         snapshot = screen_endpoints(await self.sync_metagraph(), self.endpoint_policy())
         async with self.tasks_lock:
             round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
@@ -220,6 +236,7 @@ class Validator:
         jobs = [
             Job("rotate_tasks", s.rotation_interval, self.rotate_tasks),
             Job("metagraph", s.metagraph_interval, self.sync_metagraph),
+            Job("self_check", s.self_check_interval, self.self_check, first_delay=s.self_check_interval),
             Job("round", s.round_interval, self.round, first_delay=1.0, attempts=1),
             Job("weights", s.weights_interval, self.weights, first_delay=min(s.weights_interval, 60.0)),
         ]
@@ -239,6 +256,9 @@ class Validator:
             "catalog_version": self.index.catalog_version,
             "metagraph_block": self.snapshot.block if self.snapshot else None,
             "last_round": self.last_round.round_id if self.last_round else None,
+            "self_check": None
+            if self.last_check is None
+            else {"ok": self.last_check.ok, "cause": self.last_check.cause, "detail": self.last_check.detail},
         }
 
     def report(self, failed: list[str]) -> dict[str, Any]:
@@ -347,6 +367,7 @@ async def serve(
     validator = open_validator(settings, exporter=exporter)
     init_metrics()
     await validator.warn_weight_limit()
+    await validator.self_check()  # a failure is logged and exported; rounds wait until it passes
     scheduler = Scheduler(validator.jobs())
 
     async def startup() -> None:
@@ -360,7 +381,13 @@ async def serve(
         on_shutdown=scheduler.stop,
     )
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on"
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        **uvicorn_options(),  # slow-loris bounds on the public port (neurons.serving)
     )
     server = uvicorn.Server(config)
     logger.info(

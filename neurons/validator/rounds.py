@@ -6,6 +6,14 @@ can never let a task be served twice. Each episode is judged and stored in one t
 soon as its reply arrives, so a crash loses no judged trace; an episode still in flight at a
 crash is dropped (never judged, never scored: our fault, not the miner's), and the next start
 closes the interrupted round (``recover_round``).
+
+A miner's refusal that names our own state (``no_permit``, ``unknown_hotkey``, ``stale``,
+``wrong_receiver``) is held, not judged, until the round decides whose fault it is. When a quorum
+of the round's miners refuse us so (half of them, at least two), or one does and our own
+self-check fails, the fault is ours: the round stops sending, the held replies stay unscored (no
+episode stored, no zero), and the round closes as ``stopped`` (alerted). Otherwise the claim is
+the claimant's alone, and its held replies are judged and stored as the ``miner_error`` zeros
+they are, so no miner escapes a task by refusing it in our name.
 """
 
 from __future__ import annotations
@@ -14,8 +22,9 @@ import asyncio
 import hashlib
 import hmac
 import logging
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
@@ -37,6 +46,7 @@ from neurons.errors import DeadlinePassed
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 from neurons.validator.backoff import retry
 from neurons.validator.miner_client import MinerReply
+from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.settings import RoundConfig
 from neurons.validator.taskpool import burn, open_and_burn
 from storage import repository
@@ -45,7 +55,8 @@ from storage.records import EpisodeRecord, RoundRecord
 
 logger = logging.getLogger(__name__)
 
-RoundResult = Literal["ok", "partial", "no_miners", "no_tasks"]
+RoundResult = Literal["ok", "partial", "stopped", "refused", "no_miners", "no_tasks"]
+"""``stopped``: miners refused us in our own name mid-round; ``refused``: our self-check failed first."""
 
 
 class Querier(Protocol):
@@ -77,6 +88,8 @@ class RoundDeps:
     tool_server_url: str  # sent in every task: where the miner's agent calls the tools
     query_concurrency: int  # episodes in flight at once (each holds a connection)
     judge_concurrency: int  # LLM judge calls at once
+    # Run when a miner refuses us in our own name (see the module docstring); None: quorum only.
+    self_check: Callable[[], Awaitable[SelfCheck]] | None = None
 
 
 @dataclass
@@ -90,6 +103,8 @@ class RoundSummary:
     stored: int = 0  # episodes judged and stored
     not_sent: int = 0  # our overload: never sent, never judged
     failed: int = 0  # our faults while judging or storing (logged with traceback)
+    unscored: int = 0  # refused in our own name in a stopped round: never judged, never scored
+    refusals: dict[str, int] = field(default_factory=dict)  # those refusals, by reason
     ends: dict[str, int] = field(default_factory=dict)
     successes: int = 0
     seconds: float = 0.0
@@ -103,6 +118,8 @@ class RoundSummary:
             "stored": self.stored,
             "not_sent": self.not_sent,
             "failed": self.failed,
+            "unscored": self.unscored,
+            "refusals": dict(sorted(self.refusals.items())),
             "ends": dict(sorted(self.ends.items())),
             "successes": self.successes,
             "seconds": round(self.seconds, 3),
@@ -190,16 +207,26 @@ async def run_round(
     logger.info(
         "round_start round=%d miners=%d tasks=%d block=%d", round_id, len(miners), len(tasks), snapshot.block
     )
-    episodes = _Episodes(deps, config, round_id)
+    episodes = _Episodes(deps, config, round_id, miners=len(miners))
     outcomes = await asyncio.gather(
         *(episodes.run(miner, task) for task in tasks for miner in miners), return_exceptions=True
     )
+    held = [outcome for outcome in outcomes if isinstance(outcome, _Held)]
     for outcome in outcomes:
-        _tally(summary, outcome)
+        if not isinstance(outcome, _Held):
+            _tally(summary, outcome)
+    if episodes.stopped is not None:
+        _unscore(summary, held, round_id, episodes.stopped)
+    else:
+        settled = await asyncio.gather(*(episodes.settle(h) for h in held), return_exceptions=True)
+        for judged in settled:
+            _tally(summary, judged)
     deps.registry.prune()
     summary.seconds = time.monotonic() - started
     if summary.failed or summary.not_sent:
         summary.result = "partial"
+    if episodes.stopped is not None:
+        summary.result = "stopped"
     await asyncio.to_thread(
         in_session,
         deps.sessions,
@@ -221,6 +248,20 @@ async def run_round(
         summary.seconds,
     )
     return summary
+
+
+def _unscore(summary: RoundSummary, held: list[_Held], round_id: int, why: str) -> None:
+    summary.unscored = len(held)
+    for h in held:
+        reason = h.reply.refusal or "unknown"
+        summary.refusals[reason] = summary.refusals.get(reason, 0) + 1
+    logger.error(
+        "round_stopped round=%d reason=validator_fault unscored=%d refusals=%s detail=%s",
+        round_id,
+        len(held),
+        ",".join(f"{k}:{v}" for k, v in sorted(summary.refusals.items())),
+        why,
+    )
 
 
 def _tally(summary: RoundSummary, outcome: Judgment | None | BaseException) -> None:
@@ -245,21 +286,65 @@ def verdict(judgment: Judgment) -> str:
     return "rejected" if zeroed else "failure"
 
 
+@dataclass(frozen=True)
+class _Held:
+    """A reply refusing us in our own name, held until the round decides whose fault it is."""
+
+    miner: Neuron
+    task: Task
+    reply: MinerReply
+    episode_id: str
+    started: datetime
+    finished: datetime
+    log: Sequence[Any]
+
+
+def refusal_quorum(miners: int) -> int:
+    """How many distinct miners refusing us in our own name make it our fault: half, at least two."""
+    return min(miners, max(2, math.ceil(miners / 2)))
+
+
 class _Episodes:
     """Runs one round's episodes: query under a concurrency bound, then judge and store each reply."""
 
-    def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int) -> None:
+    def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int, *, miners: int) -> None:
         self.deps, self.config, self.round_id = deps, config, round_id
         self.query_slots = asyncio.Semaphore(deps.query_concurrency)
         self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
         self.tools = tuple(tool_schemas(deps.judge_config.toolset))
         self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
+        self.quorum = refusal_quorum(miners)
+        self.claimants: set[str] = set()
+        self.stopped: str | None = None  # why the round stopped sending (our fault), once it has
+        self._check: SelfCheck | None = None
+        self._check_lock = asyncio.Lock()
 
-    async def run(self, miner: Neuron, task: Task) -> Judgment | None:
-        """One (miner, task) episode; None when it was never sent (our overload)."""
+    async def _claimed(self, miner: Neuron, reply: MinerReply) -> None:
+        """A miner refused us in our own name: stop the round when that is corroborated."""
+        metrics.VALIDATOR_REFUSALS.labels(reply.refusal or "unknown").inc()
+        logger.warning("miner_refused_us round=%d uid=%d reason=%s", self.round_id, miner.uid, reply.refusal)
+        self.claimants.add(miner.hotkey)
+        if self.stopped is not None:
+            return
+        if len(self.claimants) >= self.quorum:
+            self.stopped = f"{len(self.claimants)} miners refused our requests ({reply.refusal})"
+            return
+        if self.deps.self_check is None:
+            return
+        async with self._check_lock:  # once per round: a claim costs the claimant nothing
+            if self._check is None:
+                self._check = await self.deps.self_check()
+        if not self._check.ok and self.stopped is None:
+            self.stopped = f"self-check failed: {self._check.cause} ({self._check.detail})"
+
+    async def run(self, miner: Neuron, task: Task) -> Judgment | _Held | None:
+        """One (miner, task) episode; None when it was never sent (our overload, or a stopped round)."""
         # The episode opens (and its deadline starts) only once a slot is free, so queueing
         # behind other episodes never eats into a miner's time.
         async with self.query_slots:
+            if self.stopped is not None:
+                metrics.EPISODES.labels("not_sent").inc()
+                return None
             started = datetime.now(UTC)
             try:
                 episode_id, token = self.deps.registry.open_episode(task.task_id, miner.hotkey, self.budgets)
@@ -278,8 +363,28 @@ class _Episodes:
             finally:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
-        metrics.EPISODES.labels(reply.end).inc()
         log = self.deps.registry.log(episode_id)
+        if reply.cause == "refused_us":
+            await self._claimed(miner, reply)
+            return _Held(miner, task, reply, episode_id, started, finished, log)
+        return await self._finish(miner, task, reply, episode_id, started, finished, log)
+
+    async def settle(self, held: _Held) -> Judgment:
+        """Judge and store a held reply as the claimant's own fault (the round was not stopped)."""
+        h = held
+        return await self._finish(h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log)
+
+    async def _finish(
+        self,
+        miner: Neuron,
+        task: Task,
+        reply: MinerReply,
+        episode_id: str,
+        started: datetime,
+        finished: datetime,
+        log: Sequence[Any],
+    ) -> Judgment:
+        metrics.EPISODES.labels(reply.end).inc()
         judgment = await self._judge(task, reply, episode_id, log)
         record = EpisodeRecord(
             episode_id=episode_id,

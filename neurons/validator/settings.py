@@ -171,6 +171,12 @@ class ValidatorSettings(NeuronSettings):
         default=None, ge=1, description="Blocks between submissions (default: the subnet's tempo)."
     )
     rotation_interval: float = Field(default=600.0, ge=1, description="Seconds between task rotation checks.")
+    self_check_interval: float = Field(
+        default=120.0, ge=1, description="Seconds between self-checks (registered, permit, chain, clock)."
+    )
+    max_clock_skew: float = Field(
+        default=2.0, gt=0, le=60, description="Seconds our clock may provably differ from the chain's."
+    )
     export_interval: float = Field(default=3600.0, ge=1, description="Seconds between periodic exports.")
     export_dir: Path | None = Field(
         default=None, description="Export directory (default: <data dir>/exports)."

@@ -19,6 +19,8 @@ from neurons import metrics
 from neurons.errors import NeuronError
 from neurons.protocol import PROTOCOL_VERSION
 from neurons.validator.endpoints import ENDPOINT_CAUSES
+from neurons.validator.miner_client import OUR_FAULT_REASONS
+from neurons.validator.selfcheck import SELF_CHECK_CAUSES
 from neurons.validator.settings import ValidatorSettings
 from storage.db import check_schema, make_engine, upgrade
 from storage.errors import StorageError
@@ -26,7 +28,7 @@ from storage.errors import StorageError
 logger = logging.getLogger(__name__)
 
 SECRET_FILE = "validator.secret"
-JOB_NAMES = ("metagraph", "rotate_tasks", "round", "weights", "export")
+JOB_NAMES = ("metagraph", "rotate_tasks", "self_check", "round", "weights", "export")
 
 
 class StartupError(NeuronError):
@@ -108,7 +110,11 @@ def init_metrics() -> None:
         metrics.WEIGHT_REVEALS.labels(reveal)
     for refusal in ENDPOINT_CAUSES:
         metrics.MINER_ENDPOINT_REFUSALS.labels(refusal)
-    for result in ("ok", "partial"):
+    for result in ("ok", "partial", "stopped", "refused"):
         metrics.ROUNDS.labels(result)
+    for check_cause in SELF_CHECK_CAUSES:
+        metrics.SELF_CHECK_FAILURES.labels(check_cause)
+    for reason in sorted(OUR_FAULT_REASONS):
+        metrics.VALIDATOR_REFUSALS.labels(reason)
     for pool in POOLS:
         metrics.TASK_POOL_SIZE.labels(pool)

@@ -32,6 +32,15 @@ def test_what_is_not_one_finite_json_object_is_a_typed_error(text: str, cause: s
     assert isinstance(parsed, ArgumentError) and parsed.cause == cause and str(parsed) == parsed.detail
 
 
+@pytest.mark.parametrize(
+    "text", ['{"q": "tent", "q": "shoes"}', '{"q": "tent", "filters": {"a": 1, "a": 2}}']
+)
+def test_a_repeated_key_is_refused_not_read_as_its_last_value(text: str) -> None:
+    parsed = parse_arguments(text)
+    assert isinstance(parsed, ArgumentError) and parsed.cause == "duplicate_key"
+    assert "duplicate key" in parsed.detail
+
+
 def test_a_call_is_read_once_and_the_read_follows_its_text() -> None:
     call = FunctionCall(name="find_product", arguments='{"q": "tent"}')
     assert call.parsed is call.parsed == {"q": "tent"}

@@ -92,6 +92,35 @@ def test_token_is_refused_when_forged() -> None:
             tokens.verify(bad, now=1_900_000_000)
 
 
+def _authentic(payload: bytes) -> str:
+    """A token whose MAC verifies over ``payload`` (only the secret's holder can make one)."""
+    import hashlib
+    import hmac
+
+    mac = hmac.new(SECRET, b"shopping-arena/episode-token/v1\n" + payload, hashlib.sha256).digest()
+    encode = lambda data: base64.urlsafe_b64encode(data).rstrip(b"=").decode()  # noqa: E731
+    return f"at1.{encode(payload)}.{encode(mac)}"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"not json",
+        b"\xff\xfe",
+        b"[1, 2]",
+        b'{"e": "ep-1", "h": "5Miner", "t": "t-1"}',
+        b'{"e": "ep-1", "h": "5Miner", "t": "t-1", "x": "soon"}',
+        b'{"e": "ep-1", "h": "5Miner", "t": "t-1", "x": true}',
+        b'{"e": 7, "h": "5Miner", "t": "t-1", "x": 1900000000}',
+        b'{"e": "ep-1", "h": "5Miner", "t": "t-1", "x": 1900000000, "y": 1}',
+        b'{"e": "ep-1", "e": "ep-2", "h": "5Miner", "t": "t-1", "x": 1900000000}',
+    ],
+)
+def test_an_authentic_token_with_malformed_claims_is_invalid_not_a_crash(payload: bytes) -> None:
+    with pytest.raises(TokenInvalid, match="claims"):
+        EpisodeTokens(SECRET).verify(_authentic(payload), now=1_800_000_000)
+
+
 def test_token_expires() -> None:
     tokens = EpisodeTokens(SECRET)
     token = tokens.mint(CLAIMS)

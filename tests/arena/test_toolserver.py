@@ -310,3 +310,97 @@ async def test_router_mounts_in_another_app(fixture_index: SearchIndex, registry
         response = await c.post("/v1/tools/terminate", json={"status": "success"}, headers=bearer(token, "x"))
         assert response.json()["content"] == json.dumps("The conversation has ended with status: success.")
         assert (await c.post("/v1/practice/episodes")).status_code == 404
+
+
+# ---------------------------------------------------------------------------- strict parsing
+
+
+async def test_a_practice_body_repeating_a_key_is_a_422(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/practice/episodes", content=b'{"task_id": "a", "task_id": "b"}')
+    assert response.status_code == 422
+    assert "repeat" in response.json()["detail"] and "task_id" in response.json()["detail"]
+
+
+async def test_tool_arguments_repeating_a_key_are_an_error_result(client: httpx.AsyncClient) -> None:
+    _, token = await practice_token(client)
+    body = b'{"q": "shoes", "page": 1, "page": 5}'
+    response = await client.post("/v1/tools/find_product", content=body, headers=bearer(token))
+    assert response.status_code == 200 and response.json()["error"] is True
+    assert "repeat a key" in json.loads(response.json()["content"])["error"]
+
+
+async def test_a_body_that_is_not_declared_json_is_415(client: httpx.AsyncClient) -> None:
+    _, token = await practice_token(client)
+    form = {**bearer(token), "Content-Type": "application/x-www-form-urlencoded"}
+    tool = await client.post("/v1/tools/terminate", content=b'{"status": "success"}', headers=form)
+    assert tool.status_code == 415 and "not application/json" in tool.json()["detail"]
+    practice = await client.post(
+        "/v1/practice/episodes", content=b"{}", headers={"Content-Type": "text/plain"}
+    )
+    assert practice.status_code == 415
+
+
+async def test_too_many_headers_is_431(client: httpx.AsyncClient) -> None:
+    _, token = await practice_token(client)
+    headers = {**bearer(token), **{f"X-Pad-{i}": "1" for i in range(80)}}
+    response = await client.post("/v1/tools/terminate", json={"status": "success"}, headers=headers)
+    assert response.status_code == 431
+
+
+@pytest.mark.parametrize("call_id", ["call\x1b[2J", "c\x01", "caf\xe9"])
+async def test_a_call_id_with_control_characters_is_refused(client: httpx.AsyncClient, call_id: str) -> None:
+    episode_id, token = await practice_token(client)
+    headers = {"Authorization": f"Bearer {token}", "X-Arena-Call-Id": call_id.encode("latin-1")}
+    response = await client.post("/v1/tools/terminate", json={"status": "success"}, headers=headers)  # type: ignore[arg-type]
+    assert response.status_code == 400 and "printable ASCII" in response.json()["detail"]
+    assert (await client.get(f"/v1/episodes/{episode_id}/log", headers=bearer(token))).json()["entries"] == []
+
+
+async def test_an_authentic_token_with_malformed_claims_is_401_not_500(client: httpx.AsyncClient) -> None:
+    import base64
+    import hashlib
+    import hmac
+
+    payload = b'{"e": "ep-1", "h": "practice", "t": "t-1", "x": "later"}'
+    mac = hmac.new(SECRET, b"shopping-arena/episode-token/v1\n" + payload, hashlib.sha256).digest()
+    b64 = lambda data: base64.urlsafe_b64encode(data).rstrip(b"=").decode()  # noqa: E731
+    token = f"at1.{b64(payload)}.{b64(mac)}"
+    response = await client.post("/v1/tools/terminate", json={"status": "success"}, headers=bearer(token))
+    assert response.status_code == 401 and "claims" in response.json()["detail"]
+
+
+async def test_a_client_gone_mid_body_is_one_info_line_without_a_traceback(
+    fixture_index: SearchIndex, registry: EpisodeRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_tool_app(ToolContext(index=fixture_index), registry=registry, practice=Budgets(5, 60.0))
+    _, token = registry.open_episode("t-1", "practice", Budgets(5, 60.0))
+    messages = iter(
+        [{"type": "http.request", "body": b'{"q": "sh', "more_body": True}, {"type": "http.disconnect"}]
+    )
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(messages)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/tools/find_product",
+        "raw_path": b"/v1/tools/find_product",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"authorization", f"Bearer {token}".encode()), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    with caplog.at_level("DEBUG"):
+        await app(scope, receive, send)
+    gone = [r for r in caplog.records if "client_disconnected" in r.getMessage()]
+    assert len(gone) == 1 and gone[0].levelname == "INFO"
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= 40]

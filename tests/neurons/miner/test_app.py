@@ -309,6 +309,56 @@ async def test_signed_request_that_is_not_a_task_is_malformed(start_miner: Any) 
     assert answer.status_code == 422 and answer.json()["reason"] == "malformed"
 
 
+async def test_signed_request_repeating_a_key_is_malformed(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        wire = rig.request().to_bytes()
+        body = wire[:-1] + b', "query": "something else"}'  # signed as sent: the signer saw both
+        answer = await rig.post(body, rig.sign(body))
+    assert answer.status_code == 422 and answer.json()["reason"] == "malformed"
+    assert "repeats the key 'query'" in answer.json()["detail"]
+
+
+async def test_a_body_not_declared_json_is_415(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        body = rig.request().to_bytes()
+        answer = await rig.post(body, {**rig.sign(body), "Content-Type": "text/plain"})
+    assert answer.status_code == 415 and answer.json()["reason"] == "content_type"
+
+
+async def test_too_many_headers_is_431(start_miner: Any) -> None:
+    async with start_miner() as rig:
+        body = rig.request().to_bytes()
+        answer = await rig.post(body, {**rig.sign(body), **{f"X-Pad-{i}": "1" for i in range(80)}})
+    assert answer.status_code == 431
+
+
+async def test_a_validator_gone_mid_body_is_one_info_line(
+    start_miner: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with start_miner() as rig:
+        app = rig.http._transport.app  # type: ignore[attr-defined]
+        messages = iter(
+            [{"type": "http.request", "body": b"{", "more_body": True}, {"type": "http.disconnect"}]
+        )
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return next(messages)
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": TASKS_PATH, "raw_path": TASKS_PATH.encode(), "query_string": b"",
+            "root_path": "", "headers": [], "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
+        }  # fmt: skip
+        with caplog.at_level("DEBUG"):
+            await app(scope, receive, send)
+    assert [r.levelname for r in caplog.records if "client_disconnected" in r.getMessage()] == ["INFO"]
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= 40]
+
+
 async def test_other_protocol_version_is_refused(start_miner: Any) -> None:
     async with start_miner() as rig:
         answer = await rig.ask(rig.request(protocol_version=99))

@@ -321,17 +321,44 @@ async def test_signed_garbage_is_malformed(validator: Wallet, miner: Wallet) -> 
     assert reply.end == "malformed" and "trajectory" in reply.detail
 
 
+async def test_a_signed_answer_repeating_a_key_is_malformed(validator: Wallet, miner: Wallet) -> None:
+    def handle(sent: httpx.Request) -> httpx.Response:
+        honest = answer_body(TaskRequest.model_validate_json(sent.content), hotkey_of(miner))
+        body = honest[:-1] + b', "stop": "other"}'  # the signature covers it: the miner sent both
+        return httpx.Response(200, content=body, headers=signed(miner, sent, body))
+
+    async with client_for(validator, handle) as client:
+        reply = await client.query(neuron_of(miner), task_request())
+    assert reply.end == "malformed" and "repeats the key 'stop'" in reply.detail
+
+
 # ---------------------------------------------------------------------------- transport faults
 
 
 async def test_error_status_is_a_miner_error_with_its_reason(validator: Wallet, miner: Wallet) -> None:
     def handle(sent: httpx.Request) -> httpx.Response:
-        return httpx.Response(403, json={"reason": "no_permit", "detail": "caller is not admitted"})
+        return httpx.Response(403, json={"reason": "low_stake", "detail": "caller is not admitted"})
 
     async with client_for(validator, handle) as client:
         reply = await client.query(neuron_of(miner), task_request())
     assert reply.end == "miner_error" and reply.status_code == 403
-    assert reply.cause == "http_status" and reply.detail == "403 no_permit"
+    assert reply.cause == "http_status" and reply.detail == "403 low_stake"
+
+
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [(403, "no_permit"), (403, "unknown_hotkey"), (401, "stale"), (401, "wrong_receiver")],
+)
+async def test_a_refusal_naming_our_own_state_is_told_apart_and_never_opens_the_circuit(
+    validator: Wallet, miner: Wallet, status: int, reason: str
+) -> None:
+    def handle(sent: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json={"reason": reason, "detail": "refused"})
+
+    async with client_for(validator, handle, breaker_threshold=1) as client:
+        for _ in range(3):
+            reply = await client.query(neuron_of(miner), task_request())
+            assert reply.cause == "refused_us" and reply.refusal == reason and reply.status_code == status
 
 
 async def test_refused_connection_is_a_miner_error(validator: Wallet, miner: Wallet) -> None:

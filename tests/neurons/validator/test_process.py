@@ -178,11 +178,11 @@ def test_the_curation_exporter_writes_the_export_and_names_the_database_without_
 def local_settings(
     net: LocalNet, tmp_path: Path, fixture_catalog_path: Path, **values: Any
 ) -> ValidatorSettings:
+    values = {"wallet_name": "validator", **values}
     return ValidatorSettings(
         network="local",
         local_chain=net.path,
         netuid=NETUID,
-        wallet_name="validator",
         wallet_path=net.wallets_dir,
         host="127.0.0.1",
         data_dir=tmp_path / "validator",
@@ -219,3 +219,36 @@ async def test_on_the_local_network_rounds_query_any_miner_address(
         assert validator.endpoint_policy().any_address  # the local network: every process on one host
     finally:
         await validator.aclose()
+
+
+async def test_a_validator_without_a_permit_runs_no_round_and_says_why(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path, wallet_name="miner1"))
+    try:
+        with caplog.at_level(logging.ERROR):
+            summary = await validator.round()
+        health = validator.health()
+    finally:
+        await validator.aclose()
+    assert (summary.result, summary.round_id, summary.stored) == ("refused", None, 0)
+    assert (
+        "self_check_failed cause=no_permit" in caplog.text and "round_refused cause=no_permit" in caplog.text
+    )
+    assert health["self_check"] == {
+        "ok": False,
+        "cause": "no_permit",
+        "detail": health["self_check"]["detail"],
+    }
+    assert REGISTRY.get_sample_value("arena_validator_self_check_ok") == 0.0
+
+
+async def test_a_registered_permitted_validator_passes_its_self_check(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path))
+    try:
+        check = await validator.self_check()
+    finally:
+        await validator.aclose()
+    assert check.ok and validator.health()["self_check"]["ok"] is True

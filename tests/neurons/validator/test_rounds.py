@@ -18,8 +18,9 @@ from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
 from neurons.errors import DeadlinePassed
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.protocol import TaskRequest
-from neurons.validator.miner_client import MinerReply
+from neurons.validator.miner_client import MinerClient, MinerReply
 from neurons.validator.rounds import next_round_id, pick_miners, recover_round, run_round, verdict
+from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.taskpool import open_and_burn
 from neurons.validator.weights import plan_weights
 from storage import repository
@@ -120,6 +121,87 @@ async def test_our_overload_is_not_the_miners_fault(
     with sessions() as session:
         record = repository.get_round(session, round_id=0)
         assert record is not None and record.closed_at is not None  # the tasks stay burned
+
+
+async def test_miners_refusing_us_stop_the_round_and_score_nobody(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    # An unregistered validator: every miner answers 403 unknown_hotkey, our fault, not theirs.
+    before = counter("arena_validator_refusals_total", reason="unknown_hotkey")
+    stopped = counter("arena_rounds_total", result="stopped")
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    async with MinerClient(net.wallets["stranger"]) as stranger:
+        async with running_rig(net, synth_index, sessions, agents=agents, client=stranger) as rig:
+            summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    assert (summary.result, summary.stored, summary.unscored) == ("stopped", 0, summary.unscored)
+    assert summary.unscored >= 2 and summary.refusals == {"unknown_hotkey": summary.unscored}
+    assert all_traces(sessions) == []  # no miner zero stored
+    assert counter("arena_validator_refusals_total", reason="unknown_hotkey") >= before + 2
+    assert counter("arena_rounds_total", result="stopped") == stopped + 1
+
+
+class OneClaimant:
+    """The real client, except that one miner claims every request of ours is ``stale``."""
+
+    def __init__(self, real: MinerClient, claimant: str) -> None:
+        self.real, self.claimant = real, claimant
+
+    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
+        if neuron.hotkey != self.claimant:
+            return await self.real.query(neuron, request)
+        return MinerReply(
+            hotkey=neuron.hotkey,
+            uid=neuron.uid,
+            end="miner_error",
+            trajectory=None,
+            latency=0.0,
+            cause="refused_us",
+            detail="401 stale",
+            status_code=401,
+            refusal="stale",
+        )
+
+
+async def test_one_miner_claiming_our_fault_while_we_check_out_is_its_own_zero(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    checks: list[int] = []
+
+    async def passing() -> SelfCheck:
+        checks.append(1)
+        return SelfCheck(True)
+
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    async with MinerClient(net.wallets["validator"]) as real:
+        client = OneClaimant(real, net.hotkey("miner2"))
+        async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
+            rig.deps.self_check = passing
+            summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    assert (summary.result, summary.stored, summary.unscored) == ("ok", 4, 0)
+    assert checks == [1]  # checked once, at the first such claim
+    claimed = [t for t in all_traces(sessions) if t.episode.miner_hotkey == net.hotkey("miner2")]
+    assert len(claimed) == 2 and all(
+        t.judgment.score == 0 and t.episode.end == "miner_error" for t in claimed
+    )
+
+
+async def test_one_claim_that_our_self_check_confirms_stops_the_round(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    async def failing() -> SelfCheck:
+        return SelfCheck(False, "clock_skew", "the clock is at least 3.0s ahead")
+
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    async with MinerClient(net.wallets["validator"]) as real:
+        client = OneClaimant(real, net.hotkey("miner2"))
+        async with running_rig(
+            net, synth_index, sessions, agents=agents, client=client, tasks_per_round=1
+        ) as rig:
+            rig.deps.self_check = failing
+            rig.deps.query_concurrency = 1  # miner1 (uid order) first, then the claim stops the rest
+            summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    assert summary.result == "stopped" and summary.unscored == 1
+    assert {t.episode.miner_hotkey for t in all_traces(sessions)} <= {net.hotkey("miner1")}
 
 
 class DownJudge:
