@@ -41,6 +41,7 @@ from arena.catalog import write_products  # noqa: E402
 from arena.index import build_index, open_index  # noqa: E402
 from arena.synth import iter_synth_products  # noqa: E402
 from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
+from judging.types import Judgment  # noqa: E402
 from storage import repository  # noqa: E402
 from storage.conversion.convert import (  # noqa: E402
     Converted,
@@ -142,6 +143,9 @@ def _copy(trace: JudgedTrace, k: int) -> JudgedTrace:
             "episode": trace.episode.model_copy(update={"episode_id": episode_id}),
             "trajectory": trace.trajectory.model_copy(update={"episode_id": episode_id}),
             "tool_log": tuple(e.model_copy(update={"episode_id": episode_id}) for e in trace.tool_log),
+            "judgment": Judgment.model_validate(
+                {**trace.judgment.model_dump(), "episode_id": episode_id, "content_hash": ""}
+            ),
         }
     )
 
