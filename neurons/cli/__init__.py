@@ -52,6 +52,10 @@ class ArenaGroup(LazyGroup):
             "neurons.cli.curate:curate",
             "Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.",
         ),
+        "convert": LazyCommand(
+            "neurons.cli.convert:convert_command",
+            "Convert judged harness traces into agentic trajectories, verified by the judge.",
+        ),
     }
 
 

@@ -99,7 +99,7 @@ def demo(
     from neurons.demo.local_llm import LocalLLMError
     from neurons.demo.network import DemoError, DemoInputError
     from neurons.demo.run import DemoConfig, run_demo
-    from neurons.demo.summary import summary_table
+    from neurons.demo.summary import export_table, summary_table
     from neurons.logs import setup_logging
 
     setup_logging("WARNING")
@@ -151,6 +151,7 @@ def demo(
             signal.signal(sig, handler)
     out = err if json_output else stdout_console()
     out.print(summary_table(result.miners, rounds=result.rounds))
+    out.print(export_table(result.exports))
     out.print(f"database: {result.database}\nexport:   {result.export}", markup=False)
     if json_output:
         sys.stdout.write(json.dumps(result.as_json(), sort_keys=True) + "\n")

@@ -38,7 +38,15 @@ from neurons.demo.network import (
     prepare_catalog,
     wait_for_reveals,
 )
-from neurons.demo.summary import DemoMiner, MinerSummary, chain_weights, load_traces, summarize
+from neurons.demo.summary import (
+    DemoMiner,
+    ExportCount,
+    MinerSummary,
+    chain_weights,
+    export_counts,
+    load_traces,
+    summarize,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -122,6 +130,7 @@ class DemoResult:
     llm: str | None
     judge: str | None
     seconds: dict[str, Any] = field(default_factory=dict)
+    exports: list[ExportCount] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         """The JSON object ``arena demo --json`` prints."""
@@ -135,6 +144,7 @@ class DemoResult:
             "llm": self.llm,
             "judge": self.judge,
             "seconds": self.seconds,
+            "exports": {count.format: count.as_json() for count in self.exports},
         }
 
 
@@ -382,6 +392,7 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
         llm=llm_url if config.llm else None,
         judge=judge[0] if judge else None,
         seconds=seconds,
+        exports=export_counts(layout.export),
     )
 
 

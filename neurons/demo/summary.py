@@ -1,7 +1,8 @@
-"""The demo's summary: per miner, what the validator stored (tasks, successes, score, axis) and its weight."""
+"""The demo's summary: per miner what the validator stored and its weight; per format, rows by origin."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -54,6 +55,38 @@ class DemoMiner:
     hotkey: str
     uid: int
     agent: str
+
+
+@dataclass(frozen=True)
+class ExportCount:
+    """One export format's rows (train and eval together) by origin, from the export's ``funnel.json``."""
+
+    format: str
+    rows: int
+    native: int
+    converted: int
+
+    def as_json(self) -> dict[str, Any]:
+        """The count as ``arena demo --json`` prints it."""
+        return {"rows": self.rows, "native": self.native, "converted": self.converted}
+
+
+def export_counts(export: Path) -> list[ExportCount]:
+    """The SFT, KTO and DPO rows of the export by origin (empty when it has no ``funnel.json``)."""
+    path = export / "funnel.json"
+    if not path.is_file():
+        return []
+    funnel = json.loads(path.read_text(encoding="utf-8"))
+    exports, origins = funnel.get("exports", {}), funnel.get("origins", {})
+    return [
+        ExportCount(
+            format=name,
+            rows=sum(exports.get(name, {}).values()),
+            native=counts.get("native", 0),
+            converted=counts.get("converted", 0),
+        )
+        for name, counts in origins.items()
+    ]
 
 
 def chain_weights(chain: Path, validator_uid: int) -> dict[int, float]:
@@ -138,4 +171,14 @@ def summary_table(rows: Sequence[MinerSummary], *, rounds: int) -> Table:
             row.axis,
             f"{row.weight:.3f}",
         )
+    return table
+
+
+def export_table(counts: Sequence[ExportCount]) -> Table:
+    """The export's rows per format and origin as a rich table."""
+    table = Table(title="Export rows", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+    for column in ("format", "rows", "native", "converted"):
+        table.add_column(column, justify="left" if column == "format" else "right", no_wrap=True)
+    for count in counts:
+        table.add_row(count.format, str(count.rows), str(count.native), str(count.converted))
     return table

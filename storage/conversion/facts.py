@@ -235,12 +235,14 @@ class FactTable:
         self.tokens: set[str] = set()
         self.numbers: set[float] = set()
         self._texts: list[str] = []
+        self._folded: list[str] = []  # the texts case-folded and spaced as ``shows`` compares them
         self._seen(task.query)
 
     def _seen(self, text: str) -> None:
-        self._texts.append(" ".join(text.casefold().split()))
-        for token in digit_tokens(text):
-            self.tokens.add(token)
+        self._texts.append(text)
+        new = set(digit_tokens(text)) - self.tokens  # results repeat ids and prices: read each once
+        self.tokens |= new
+        for token in new:
             number = as_number(token)
             if number is not None:
                 self.numbers.add(number_key(number))
@@ -248,7 +250,12 @@ class FactTable:
     def shows(self, quoted: str) -> bool:
         """Whether ``quoted`` appears verbatim (case and spacing aside) in the query or anything seen."""
         wanted = " ".join(quoted.casefold().split())
-        return any(wanted in text for text in self._texts)
+        for i, text in enumerate(self._texts):
+            if i == len(self._folded):  # folded on first need, in order: most quotes are the query's
+                self._folded.append(" ".join(text.casefold().split()))
+            if wanted in self._folded[i]:
+                return True
+        return False
 
     def product(self, product_id: str) -> ProductFacts:
         """The facts of a product a result shows (created when it first shows it)."""

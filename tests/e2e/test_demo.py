@@ -62,6 +62,8 @@ def check_report(report: dict[str, Any], workdir: Path, *, rounds: int, agents: 
         assert (export / name).is_file(), f"{name} missing from the export"
     funnel = json.loads((export / "funnel.json").read_text())
     assert funnel["stages"][0]["in"] == len(traces)
+    for name, count in report["exports"].items():  # rows by origin, as funnel.json counts them
+        assert count["rows"] == count["native"] + count["converted"] == sum(funnel["exports"][name].values())
 
     setters = read_weights(workdir / "chain.db")
     assert len(setters) == 1, "the validator, and only it, set weights"

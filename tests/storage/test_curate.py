@@ -14,8 +14,9 @@ from arena.types import Message
 from arena.wording import jaccard, shingles
 from judging.types import ProcessStats
 from storage.chat import MESSAGE_KEYS, ChatRecord, normalise
-from storage.curate import Curation, curate
+from storage.curate import Curation, _dedup, curate
 from storage.errors import CurationError, SplitLeakError
+from storage.funnel import Funnel
 from storage.gates import (
     AXIS_B,
     MAIN,
@@ -24,6 +25,7 @@ from storage.gates import (
     CurationConfig,
     aside,
     axis_route,
+    converts,
     drop,
     hard_reject,
     positive,
@@ -32,7 +34,7 @@ from storage.gates import (
     turn_rewards,
 )
 from storage.signature import strategy, structural_score
-from storage.workspace import Workspace
+from storage.workspace import Row, Workspace
 from tests.storage import planted
 from tests.storage.planted import judged, store, task, trace, with_messages
 
@@ -133,6 +135,53 @@ def test_axis_route() -> None:
     assert axis_route(trace(1, t, axis="B").judgment, config) == aside(AXIS_B)
     assert axis_route(trace(1, t, axis="mixed").judgment, config) == drop("axis_mixed")
     assert axis_route(trace(1, t, axis="unknown").judgment, CurationConfig(axes=("A", "unknown"))) == PASS
+
+
+def test_axis_route_with_a_converter_passes_the_labels_to_convert() -> None:
+    t, config = task(1), CurationConfig()
+    b, mixed, unknown = (trace(1, t, axis=label).judgment for label in ("B", "mixed", "unknown"))
+    assert axis_route(b, config, convert=True) == PASS and converts(b, config)
+    assert axis_route(mixed, config, convert=True) == PASS and converts(mixed, config)
+    assert axis_route(unknown, config, convert=True) == drop("axis_unknown") and not converts(unknown, config)
+    a_of_b_miner = trace(1, t, axis="A").judgment
+    assert converts(a_of_b_miner, config, "B") and not converts(a_of_b_miner, config)
+    off = CurationConfig(convert_axes=())
+    assert axis_route(b, off, convert=True) == aside(AXIS_B) and not converts(b, off)
+    assert not converts(b, CurationConfig(axes=("A", "B")))  # a label taken as it is is never converted
+    with pytest.raises(CurationError, match="unknown axis label 'C'"):
+        CurationConfig(convert_axes=("C",))
+
+
+def test_a_converted_trace_never_displaces_a_native_one_of_its_task(tmp_path: Path) -> None:
+    def row(seq: int, origin: str, structural: float) -> Row:
+        return Row(
+            seq=seq,
+            episode_id=f"e{seq}",
+            task_id="t1",
+            cluster="c1",
+            miner=f"m{seq}",
+            stream=MAIN,
+            success=True,
+            label=True,
+            grounded=True,
+            score=1.0,
+            structural=structural,
+            exact=f"x{seq}",
+            steps=frozenset({f"s{seq}"}),
+            answer=("p1",),
+            judgment_hash=f"j{seq}",
+            versions={},
+            record="{}",
+            origin=origin,
+            source_hash="s-1" if origin == "converted" else None,
+        )
+
+    with Workspace(tmp_path) as workspace:
+        workspace.add_traces([row(1, "converted", 1.0), row(2, "native", 0.5)])
+        funnel = Funnel()
+        _dedup(workspace, CurationConfig(cap_per_task=1), funnel)
+        kept = list(workspace.kept(MAIN))
+    assert [r.origin for r in kept] == ["native"] and funnel.stages["dedup"].dropped == {"cap_task": 1}
 
 
 def test_a_miner_labelled_b_overrules_its_traces_a_label() -> None:

@@ -54,7 +54,10 @@ def export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     upgrade(engine)
     with make_sessionmaker(engine)() as session:
         golden_population(session)
-        curate_and_export(session, root / "export", config=CurationConfig(eval_share=GOLDEN_EVAL_SHARE))
+        # The golden population's miners replay one call template (miner-level axis B, set aside
+        # without a converter); the miner-level verdict is off so the imitation sets are not empty.
+        config = CurationConfig(eval_share=GOLDEN_EVAL_SHARE, miner_axis_sample=0)
+        curate_and_export(session, root / "export", config=config)
     engine.dispose()
     return root / "export"
 

@@ -24,7 +24,7 @@ from neurons.demo.run import (
     run_demo,
     validator_env,
 )
-from neurons.demo.summary import chain_weights
+from neurons.demo.summary import chain_weights, export_counts
 from neurons.miner.agents.contract import AgentRequest
 from neurons.validator.settings import ValidatorSettings
 from tests.neurons.chat_stub import ChatStub, reply_calls
@@ -212,3 +212,18 @@ def test_chain_weights_are_empty_before_the_validator_sets_any(tmp_path: Path) -
     layout = Layout(tmp_path)
     members = create_chain(layout, ["m-1"])
     assert chain_weights(layout.chain, members["validator"].uid) == {}
+
+
+def test_export_counts_read_the_rows_by_origin_from_the_funnel(tmp_path: Path) -> None:
+    assert export_counts(tmp_path) == []
+    funnel = {
+        "exports": {"sft": {"train": 2, "eval": 1}, "kto": {"train": 5, "eval": 1}, "axis_b": {"train": 0}},
+        "origins": {"sft": {"native": 1, "converted": 2}, "kto": {"native": 0, "converted": 6}},
+    }
+    (tmp_path / "funnel.json").write_text(json.dumps(funnel), encoding="utf-8")
+    counts = export_counts(tmp_path)
+    assert [c.as_json() for c in counts] == [
+        {"rows": 3, "native": 1, "converted": 2},
+        {"rows": 6, "native": 0, "converted": 6},
+    ]
+    assert [c.format for c in counts] == ["sft", "kto"]

@@ -1,0 +1,236 @@
+"""Conversion benchmark: the template writer's rate, whole conversions' rate, curation with and without.
+
+Curation is measured with and without the conversion stage over the same stored traces.
+
+The world: a synthetic catalog (``--products``) and its index, ``--tasks`` generated tasks, one
+judged scripted-harness episode each (``tests/storage/conversion/world.py``: the axis-B
+baseline through a logging caller, judged by the rule checks). Then:
+
+- ``writer``: every trace's rationales written and verified (fact table, template writer,
+  verifier; pruning decided, no replay, no re-judging), ``--repeat`` passes;
+- ``convert``: the whole conversion per trace (pruning with its replay, writing, verification,
+  re-judging, the step-classifier rewrites);
+- ``detector``: the miner-level template signals of ``judging.axis`` over the converted set;
+- ``curate``: ``--n`` stored traces (the episodes repeated under new episode ids) curated twice
+  in the same run, into the same kind of export: today's funnel (no converter: B aside) and
+  with conversion; the ratio is what the issue's "no slower than half" is checked against.
+
+Example: python bench/conversion.py
+Example: python bench/conversion.py --tasks 100 --n 2000
+
+Writes bench/results/conversion.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the harness traces are built by the tests' world
+
+from arena.catalog import write_products  # noqa: E402
+from arena.index import build_index, open_index  # noqa: E402
+from arena.synth import iter_synth_products  # noqa: E402
+from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
+from judging.types import Judgment  # noqa: E402
+from storage import repository  # noqa: E402
+from storage.conversion.convert import (  # noqa: E402
+    Converted,
+    Converter,
+    convert_judged,
+    run_now,
+    source_hash,
+)
+from storage.conversion.facts import task_facts  # noqa: E402
+from storage.conversion.pruning import prune  # noqa: E402
+from storage.conversion.template import TemplateWriter  # noqa: E402
+from storage.conversion.writing import TraceWriter, memoised  # noqa: E402
+from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402
+from storage.export import curate_and_export  # noqa: E402
+from storage.gates import CurationConfig  # noqa: E402
+from storage.records import JudgedTrace  # noqa: E402
+from storage.tasks import save_tasks  # noqa: E402
+from tests.storage.conversion.world import scripted_traces  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results" / "conversion.json"
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--products", type=int, default=20_000, help="synthetic catalog size")
+    parser.add_argument("--tasks", type=int, default=300, help="distinct tasks (one harness episode each)")
+    parser.add_argument("--repeat", type=int, default=3, help="writer passes over the traces")
+    parser.add_argument("--n", type=int, default=6_000, help="stored traces to curate (episodes repeated)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser.parse_args()
+
+
+def _write(trace: JudgedTrace, writer: TemplateWriter, index: Any) -> None:
+    assert trace.trajectory is not None
+    kept = prune(sorted(trace.tool_log, key=lambda e: e.seq)).kept
+    seed = source_hash(trace.trajectory, trace.tool_log)
+    writing = TraceWriter(
+        trace.task, trace.trajectory, kept, task_facts(trace.task), seed, writer, memoised(index.products), 3
+    )
+    run_now(lambda: writing.write(set(), 0))
+    writing.trajectory()
+
+
+def writer_rate(traces: list[JudgedTrace], index: Any, repeat: int) -> dict[str, Any]:
+    writer = TemplateWriter()
+    started = time.perf_counter()
+    for _ in range(repeat):
+        for trace in traces:
+            _write(trace, writer, index)
+    seconds = time.perf_counter() - started
+    return {
+        "traces": len(traces) * repeat,
+        "seconds": round(seconds, 3),
+        "rate": round(len(traces) * repeat / seconds, 1),
+    }
+
+
+def convert_rate(traces: list[JudgedTrace], converter: Converter) -> tuple[dict[str, Any], list[Any]]:
+    started = time.perf_counter()
+    results = [run_now(partial(convert_judged, trace, converter)) for trace in traces]
+    seconds = time.perf_counter() - started
+    converted = [r for r in results if isinstance(r, Converted)]
+    drops: dict[str, int] = {}
+    for r in results:
+        if not isinstance(r, Converted):
+            drops[r.reason] = drops.get(r.reason, 0) + 1
+    return (
+        {
+            "traces": len(traces),
+            "converted": len(converted),
+            "dropped": drops,
+            "pruned_calls": sum(len(c.pruned) for c in converted),
+            "seconds": round(seconds, 3),
+            "rate": round(len(traces) / seconds, 1),
+        },
+        converted,
+    )
+
+
+def detector(converted: list[Converted]) -> dict[str, Any]:
+    trajectories = [c.trajectory for c in converted]
+    verdict = axis_for_miner(trajectories, [c.tool_log for c in converted])
+    return {
+        "trajectories": len(trajectories),
+        "narration_template_share": round(narration_template_share(trajectories), 4),
+        "call_template_share": verdict.template_share,
+        "miner_label": verdict.label,
+        "driven_share": verdict.driven_share,
+    }
+
+
+def _copy(trace: JudgedTrace, k: int) -> JudgedTrace:
+    episode_id = f"{trace.episode.episode_id}-{k}"
+    assert trace.trajectory is not None
+    return trace.model_copy(
+        update={
+            "episode": trace.episode.model_copy(update={"episode_id": episode_id}),
+            "trajectory": trace.trajectory.model_copy(update={"episode_id": episode_id}),
+            "tool_log": tuple(e.model_copy(update={"episode_id": episode_id}) for e in trace.tool_log),
+            "judgment": Judgment.model_validate(
+                {**trace.judgment.model_dump(), "episode_id": episode_id, "content_hash": ""}
+            ),
+        }
+    )
+
+
+def curation(traces: list[JudgedTrace], n: int, converter: Converter, root: Path) -> dict[str, Any]:
+    url = f"sqlite:///{root / 'bench.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    sessions = make_sessionmaker(engine)
+    with sessions() as session:
+        save_tasks(session, tasks=[t.task for t in traces])
+        for i in range(n):
+            copy = _copy(traces[i % len(traces)], i // len(traces))
+            repository.save_judged(
+                session,
+                episode=copy.episode,
+                trajectory=copy.trajectory,
+                tool_log=copy.tool_log,
+                judgment=copy.judgment,
+            )
+    figures: dict[str, Any] = {"n": n}
+    config = CurationConfig(split_by="none")
+    for name, conv in (("today", None), ("with_conversion", converter)):
+        with sessions() as session:
+            started = time.perf_counter()
+            funnel = curate_and_export(session, root / f"export-{name}", config=config, converter=conv)
+            seconds = time.perf_counter() - started
+        stages = {s["stage"]: s for s in funnel["stages"]}
+        figures[name] = {
+            "seconds": round(seconds, 2),
+            "rate": round(n / seconds, 1),
+            "convert": {k: stages["convert"][k] for k in ("in", "out", "dropped")},
+            "axis_aside": stages["axis"]["aside"],
+            "exports": {k: sum(v.values()) for k, v in funnel["exports"].items()},
+        }
+    engine.dispose()
+    figures["ratio"] = round(figures["with_conversion"]["rate"] / figures["today"]["rate"], 3)
+    return figures
+
+
+def main() -> None:
+    args = parse_args()
+    results: dict[str, Any] = {
+        "benchmark": "conversion",
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_products(iter_synth_products(args.products, 21), root / "catalog.jsonl")
+        build_index([root / "catalog.jsonl"], root / "index")
+        index = open_index(root / "index")
+        started = time.perf_counter()
+        traces = scripted_traces(index, args.tasks, seed=11)
+        results["world"] = {
+            "traces": len(traces),
+            "successes": sum(t.judgment.success for t in traces),
+            "seconds": round(time.perf_counter() - started, 2),
+        }
+        print(f"== {len(traces)} judged harness traces", file=sys.stderr)
+        results["writer"] = writer_rate(traces, index, args.repeat)
+        print(f"writer: {results['writer']['rate']} traces/s", file=sys.stderr)
+        converter = Converter(index=index)
+        results["convert"], converted = convert_rate(traces, converter)
+        print(f"convert: {results['convert']['rate']} traces/s", file=sys.stderr)
+        results["detector"] = detector(converted)
+        print(f"detector: {results['detector']}", file=sys.stderr)
+        results["curate"] = curation(traces, args.n, converter, root)
+        index.close()
+    curate = results["curate"]
+    print(
+        f"writer {results['writer']['rate']} traces/s; conversion {results['convert']['rate']} traces/s "
+        f"({results['convert']['converted']}/{results['convert']['traces']} converted); curate {curate['n']} "
+        f"traces: today {curate['today']['rate']} traces/s, with conversion "
+        f"{curate['with_conversion']['rate']} traces/s (ratio {curate['ratio']}); narration template share "
+        f"{results['detector']['narration_template_share']}"
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""`arena convert`: rewrite judged harness traces (axis B) as agentic trajectories, verified by the judge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from judging.types import AXES
+from neurons.cli.console import fail, progress
+from storage.conversion.convert import ConversionConfig, Converter, convert_judged
+from storage.conversion.lines import UNREADABLE, conversion_line, read_traces
+from storage.conversion.step import RationaleWriter
+from storage.conversion.template import TemplateWriter
+from storage.records import JudgedTrace
+
+TEACHER_KEY_ENV = "ARENA_TEACHER_API_KEY"
+
+
+def convert_command(
+    index: Annotated[
+        Path, typer.Option("--index", help="Search index the traces were judged on (arena catalog build).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output JSONL: one conversion or drop per trace.")],
+    db: Annotated[str | None, typer.Option("--db", help="Read judged traces from this database URL.")] = None,
+    traces: Annotated[
+        Path | None, typer.Option("--traces", help="Read judged traces from this JSONL file instead.")
+    ] = None,
+    axes: Annotated[
+        str,
+        typer.Option("--axes", help="Only traces of these axis labels (comma-separated; empty: all)."),
+    ] = "",
+    limit: Annotated[int | None, typer.Option(min=1, help="Convert at most this many traces.")] = None,
+    no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep every logged call.")] = False,
+    teacher_base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--teacher-base-url",
+            envvar="ARENA_TEACHER_BASE_URL",
+            help=f"OpenAI-compatible endpoint of a teacher model (API key: {TEACHER_KEY_ENV}); "
+            "default: the deterministic template writer.",
+        ),
+    ] = None,
+    teacher_model: Annotated[
+        str | None, typer.Option("--teacher-model", envvar="ARENA_TEACHER_MODEL", help="The teacher's model.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Traces converted at once (a teacher).")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Convert judged traces into agentic trajectories: rationales per call, logged results, re-judged.
+
+    Each trace's calls get an assistant turn whose reasoning cites only the task and earlier
+    logged results; tool messages are the logged bytes; harness noise is pruned where a replay
+    against the index proves it changes nothing; the result is re-judged (outcome unchanged,
+    format and grounding pass, >= 75% of steps driven) or dropped with the failing check.
+    See docs/curation.md. Exits 2 on bad input.
+
+    Example: arena convert --db sqlite:///validator.db --index ~/.arena/validator/index --out converted.jsonl
+    """
+    if (db is None) == (traces is None):
+        fail("pass exactly one of --db and --traces")
+    if teacher_base_url and not teacher_model:
+        fail("--teacher-base-url needs --teacher-model")
+    wanted = {a.strip() for a in axes.split(",") if a.strip()}
+    unknown = sorted(wanted - set(AXES))
+    if unknown:
+        fail(f"--axes: unknown label(s) {', '.join(unknown)} (known: {', '.join(AXES)})")
+    from arena.errors import SearchIndexError
+    from arena.index import open_index
+
+    try:
+        search_index = open_index(index)
+    except SearchIndexError as exc:
+        fail(f"--index: {exc}")
+    writer = _writer(teacher_base_url, teacher_model)
+    config = ConversionConfig(prune=not no_prune)
+    converter = Converter(index=search_index, writer=writer, config=config)
+    counts: Counter[str] = Counter()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w", encoding="utf-8") as sink, progress("converting", None) as update:
+            for line in _convert_all(_sources(db, traces, limit), converter, wanted, concurrency, counts):
+                sink.write(json.dumps(line, ensure_ascii=False) + "\n")
+                update(sum(counts.values()))
+    except OSError as exc:
+        fail(f"cannot write {out}: {exc}")
+    finally:
+        search_index.close()
+    summary = {"out": str(out), "writer": writer.provenance, "counts": dict(sorted(counts.items()))}
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    for key, n in sorted(counts.items()):
+        typer.echo(f"{key:>32}: {n:>7}")
+    typer.echo(f"wrote {out}")
+
+
+def _writer(base_url: str | None, model: str | None) -> RationaleWriter:
+    if not base_url or not model:
+        return TemplateWriter()
+    from judging.reasoning import OpenAICompleter
+    from storage.conversion.teacher import TeacherWriter
+
+    completer = OpenAICompleter(base_url, model, api_key=os.environ.get(TEACHER_KEY_ENV, "none"))
+    return TeacherWriter(completer)
+
+
+def _sources(db: str | None, traces: Path | None, limit: int | None) -> Iterator[JudgedTrace | str]:
+    """The source traces (or why a line is unreadable), at most ``limit`` of them."""
+    taken = 0
+    for item in _read(db, traces):
+        if limit is not None and taken >= limit:
+            return
+        taken += 1
+        yield item
+
+
+def _read(db: str | None, traces: Path | None) -> Iterator[JudgedTrace | str]:
+    if traces is not None:
+        try:
+            with traces.open(encoding="utf-8") as handle:
+                yield from read_traces(handle)
+        except OSError as exc:
+            fail(f"--traces: cannot read {traces}: {exc}")
+        return
+    from storage.db import check_schema, make_engine, make_sessionmaker
+    from storage.errors import StorageError
+    from storage.traces import iter_judged
+
+    try:
+        engine = make_engine(str(db))
+        check_schema(engine)
+    except (StorageError, ValueError) as exc:
+        fail(f"--db: {exc}")
+    try:
+        with make_sessionmaker(engine)() as session:
+            yield from iter_judged(session)
+    finally:
+        engine.dispose()
+
+
+def _convert_all(
+    sources: Iterator[JudgedTrace | str],
+    converter: Converter,
+    wanted: set[str],
+    concurrency: int,
+    counts: Counter[str],
+) -> Iterator[dict[str, Any]]:
+    """Convert the sources a batch of ``concurrency`` at a time, in order; count every outcome."""
+    batch: list[JudgedTrace] = []
+    for item in sources:
+        if isinstance(item, str):
+            counts[f"dropped:{UNREADABLE}"] += 1
+            yield {"status": "dropped", "reason": UNREADABLE, "detail": item}
+            continue
+        if wanted and item.judgment.axis not in wanted:
+            counts["skipped_axis"] += 1
+            continue
+        batch.append(item)
+        if len(batch) >= concurrency:
+            yield from _batch(batch, converter, counts)
+            batch = []
+    yield from _batch(batch, converter, counts)
+
+
+def _batch(batch: list[JudgedTrace], converter: Converter, counts: Counter[str]) -> Iterator[dict[str, Any]]:
+    async def run() -> list[Any]:
+        return list(await asyncio.gather(*(convert_judged(trace, converter) for trace in batch)))
+
+    for trace, conversion in zip(batch, asyncio.run(run()) if batch else [], strict=True):
+        line = conversion_line(trace, conversion)
+        counts["converted" if line["status"] == "converted" else f"dropped:{line['reason']}"] += 1
+        yield line

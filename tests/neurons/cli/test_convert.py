@@ -1,0 +1,77 @@
+"""`arena convert`: judged traces from a file or a database become converted lines or typed drops."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from arena.index import SearchIndex
+from neurons.cli import app
+from storage import repository
+from storage.db import make_engine, make_sessionmaker, upgrade
+from storage.tasks import save_tasks
+from tests.storage.conversion.world import scripted_traces
+
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["convert", *args])
+    return result.exit_code, result.output
+
+
+def lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_convert_a_file_of_traces_with_a_bad_line(
+    tmp_path: Path, synth_index: SearchIndex, synth_index_dir: Path
+) -> None:
+    traces = scripted_traces(synth_index, 4, seed=5)
+    source = tmp_path / "traces.jsonl"
+    source.write_text(
+        "".join(t.model_dump_json() + "\n" for t in traces) + "{not a trace}\n", encoding="utf-8"
+    )
+    out = tmp_path / "converted.jsonl"
+    code, output = run("--traces", str(source), "--index", str(synth_index_dir), "--out", str(out), "--json")
+    assert code == 0, output
+    summary = json.loads(output)
+    written = lines(out)
+    assert len(written) == 5 and summary["counts"]["dropped:unreadable"] == 1
+    converted = [line for line in written if line["status"] == "converted"]
+    assert summary["counts"]["converted"] == len(converted) > 0
+    for line in converted:
+        assert line["origin"] == "converted" and line["writer"] == "template/1"
+        assert line["trajectory"]["schema"] == "arena.trajectory/1"
+        assert line["judgment"]["success"] == next(
+            t.judgment.success for t in traces if t.episode.episode_id == line["episode_id"]
+        )
+
+
+def test_convert_reads_a_database_and_filters_by_axis(
+    tmp_path: Path, synth_index: SearchIndex, synth_index_dir: Path
+) -> None:
+    traces = scripted_traces(synth_index, 3, seed=6)
+    url = f"sqlite:///{tmp_path / 'arena.db'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    with make_sessionmaker(engine)() as session:
+        save_tasks(session, tasks=[t.task for t in traces])
+        for t in traces:
+            repository.save_judged(
+                session, episode=t.episode, trajectory=t.trajectory, tool_log=t.tool_log, judgment=t.judgment
+            )
+    engine.dispose()
+    out = tmp_path / "converted.jsonl"
+    code, output = run("--db", url, "--index", str(synth_index_dir), "--out", str(out), "--axes", "none-such")
+    assert code != 0  # an unknown label is refused
+    code, output = run("--db", url, "--index", str(synth_index_dir), "--out", str(out), "--json")
+    assert code == 0, output
+    assert sum(json.loads(output)["counts"].values()) == len(lines(out)) == 3
+
+
+def test_convert_needs_exactly_one_source(tmp_path: Path, synth_index_dir: Path) -> None:
+    code, output = run("--index", str(synth_index_dir), "--out", str(tmp_path / "o.jsonl"))
+    assert code == 2 and "exactly one of --db and --traces" in output
