@@ -16,12 +16,14 @@ from arena.types import Product
 from judging.types import Claim
 
 WINDOW = 160
-_PRICE = re.compile(
+# A stated price and the words of a basket or range; public because conversion's verifier reads
+# rationales with the same two patterns.
+PRICE_PATTERN = re.compile(
     r"(?:₱|php|\$|price[sd]?[\"']?\s*(?:is|of|:|=|at)?|priced\s+at|costs?)\s*([0-9][0-9,]*(?:\.[0-9]+)?)"
     r"|([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:php|pesos?)\b",
     re.IGNORECASE,
 )
-_BASKET_WORDS = re.compile(
+BASKET_WORDS = re.compile(
     r"\b(total|budget|voucher|discount|sum|threshold|after|under|below|above|less|more|between|"
     r"range|max|min|up to|cheaper|pricier|combined|together)\b",
     re.IGNORECASE,
@@ -49,9 +51,9 @@ def _number(text: str) -> float | None:
 
 
 def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
-    if _BASKET_WORDS.search(segment):
+    if BASKET_WORDS.search(segment):
         return None
-    match = _PRICE.search(segment)
+    match = PRICE_PATTERN.search(segment)
     if not match:
         return None
     stated = _number(match.group(1) or match.group(2))

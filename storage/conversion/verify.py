@@ -27,27 +27,13 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from judging.claims import find_claims
+from judging.claims import BASKET_WORDS, PRICE_PATTERN, WINDOW, find_claims
 from judging.context import ProductLookup
 from judging.types import Judgment
 from storage.conversion.facts import FactTable, as_number, call_ids, digit_tokens, number_key
 from storage.conversion.step import Step
 
 _QUOTED = re.compile(r"\"([^\"]*)\"|“([^”]*)”")
-# How ``judging.claims`` spots a stated price, here applied to every amount after a product id
-# (the judge skips segments that talk about ranges or baskets; a rationale gets no such pass).
-_STATED_PRICE = re.compile(
-    r"(?:₱|php|\$|price[sd]?[\"']?\s*(?:is|of|:|=|at)?|priced\s+at|costs?)\s*([0-9][0-9,]*(?:\.[0-9]+)?)"
-    r"|([0-9][0-9,]*(?:\.[0-9]+)?)\s*(?:php|pesos?)\b",
-    re.IGNORECASE,
-)
-# ``judging.claims``' words that make a segment talk about a basket or a range, not one product.
-_BASKET_WORDS = re.compile(
-    r"\b(total|budget|voucher|discount|sum|threshold|after|under|below|above|less|more|between|"
-    r"range|max|min|up to|cheaper|pricier|combined|together)\b",
-    re.IGNORECASE,
-)
-WINDOW = 160
 ProblemKind = Literal["id", "number", "quote", "price", "attribute", "no_request"]
 TraceProblem = Literal["format_failed", "grounding_failed", "outcome_changed", "not_driven"]
 _ID_DIGITS = 5  # an integer this long is read as an id, not an amount (for the message only)
@@ -133,9 +119,9 @@ def _amounts(text: str, mentioned: list[str], facts: FactTable, derived: set[flo
         segment = text[end : min(stop, end + WINDOW)]
         own = facts.products[pid].price
         allowed = {number_key(own)} if own is not None else set()
-        if _BASKET_WORDS.search(segment):
+        if BASKET_WORDS.search(segment):
             allowed |= facts.task.numbers | derived
-        for stated in _STATED_PRICE.finditer(segment):
+        for stated in PRICE_PATTERN.finditer(segment):
             value = as_number((stated.group(1) or stated.group(2)).replace(",", ""))
             if value is not None and number_key(value) not in allowed:
                 problems.append(Unsupported("price", f"{pid} costs {stated.group(0).strip()}"))
