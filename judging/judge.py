@@ -179,10 +179,20 @@ def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
 
 
 def judge_unanswered(
-    task: Task, *, episode_id: str, miner_hotkey: str, end: EpisodeEnd, config: JudgeConfig
+    task: Task,
+    *,
+    episode_id: str,
+    miner_hotkey: str,
+    end: EpisodeEnd,
+    config: JudgeConfig,
+    detail: str = "",
 ) -> Judgment:
-    """Judge an episode that returned no usable trajectory (a miner fault): score 0, the end reason kept."""
-    reason = f"no trajectory: episode ended {end}"
+    """Judge an episode that returned no usable trajectory (a miner fault): score 0, the end reason kept.
+
+    ``detail`` (free text) says more where the end alone does not, e.g. why a returned
+    trajectory could not be kept.
+    """
+    reason = f"no trajectory: episode ended {end}" + (f" ({detail})" if detail else "")
     outcome = OutcomeScores(
         rule=0.0,
         gt=0.0,

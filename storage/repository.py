@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.types import Judgment
 from storage.db import write_transaction
-from storage.errors import ConflictError, MissingRecord, StorageError
+from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
     close_round,
     get_round,
@@ -35,7 +35,14 @@ from storage.ledger import (
     score_history,
     weight_history,
 )
-from storage.mapping import episode_content_hash, episode_to_row, judgment_to_row, log_to_row, task_to_row
+from storage.mapping import (
+    episode_content_hash,
+    episode_to_row,
+    judgment_to_row,
+    log_to_row,
+    storable_log,
+    task_to_row,
+)
 from storage.models import EpisodeRow, JudgmentRow, RoundRow, TaskRow
 from storage.records import EpisodeRecord, JudgedTrace, ScoredEpisode
 from storage.tasks import get_task, get_tasks, mark_served, pool_counts, save_tasks, set_pool, tasks_in_pool
@@ -76,6 +83,7 @@ __all__ = [
     "score_history",
     "score_samples",
     "set_pool",
+    "storable_log",
     "tasks_in_pool",
     "weight_history",
 ]
@@ -112,12 +120,20 @@ def save_judged(
     Raises:
         ConflictError: the episode id is stored with a different trajectory, log or judgment.
         MissingRecord: the task or round is not stored.
+        UnstorableContent: the trajectory or the tool log holds text that cannot be encoded
+            (a lone surrogate); nothing is written. The content hash covers everything stored
+            (the judgment has its own, computed when it was made), so it is the one check.
         StorageError: inconsistent arguments (ids that disagree, naive times) or a database error;
             nothing of the episode is written.
     """
     _check_consistent(episode, trajectory, tool_log, judgment, task)
     wire = trajectory.to_wire() if trajectory is not None else None  # encoded once: hashed and stored
-    episode_hash = episode_content_hash(episode, wire, tool_log)
+    try:
+        episode_hash = episode_content_hash(episode, wire, tool_log)
+    except UnicodeEncodeError as exc:
+        raise UnstorableContent(
+            f"episode {episode.episode_id} holds text that cannot be encoded ({exc.reason})"
+        ) from exc
     try:
         with write_transaction(session, what=f"episode {episode.episode_id}"):
             if _already_stored(session, episode.episode_id, episode_hash, judgment.content_hash):

@@ -26,7 +26,7 @@ from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
 from arena.rotation import round_key
 from arena.tools import tool_schemas
-from arena.types import Task
+from arena.types import Task, ToolLogEntry, Trajectory
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.outcome import ProductLookup
 from judging.reasoning import Completer
@@ -41,6 +41,7 @@ from neurons.validator.settings import RoundConfig
 from neurons.validator.taskpool import burn, open_and_burn
 from storage import repository
 from storage.db import in_session
+from storage.errors import UnstorableContent
 from storage.records import EpisodeRecord, RoundRecord
 
 logger = logging.getLogger(__name__)
@@ -278,7 +279,6 @@ class _Episodes:
             finally:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
-        metrics.EPISODES.labels(reply.end).inc()
         log = self.deps.registry.log(episode_id)
         judgment = await self._judge(task, reply, episode_id, log)
         record = EpisodeRecord(
@@ -292,13 +292,14 @@ class _Episodes:
             finished_at=finished,
             end=reply.end,
         )
-        await self._store(record, reply, log, judgment, task)
+        judgment = await self._store(record, reply.trajectory, log, judgment, task)
+        _count(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
             self.round_id,
             miner.uid,
             task.task_id,
-            reply.end,
+            judgment.end,
             judgment.score,
         )
         return judgment
@@ -321,7 +322,9 @@ class _Episodes:
             ),
         )
 
-    async def _judge(self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[Any]) -> Judgment:
+    async def _judge(
+        self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[ToolLogEntry]
+    ) -> Judgment:
         deps = self.deps
         started = time.monotonic()
         if reply.trajectory is None:
@@ -343,20 +346,58 @@ class _Episodes:
                     config=deps.judge_config,
                 )
         metrics.JUDGE_DURATION.observe(time.monotonic() - started)
-        metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
-        if judgment.reasoning_outage and judgment.reasoning.unscored is not None:
-            metrics.JUDGE_UNSCORED.labels(judgment.reasoning.unscored.cause).inc()
         return judgment
 
     async def _store(
-        self, record: EpisodeRecord, reply: MinerReply, log: Sequence[Any], judgment: Judgment, task: Task
+        self,
+        record: EpisodeRecord,
+        trajectory: Trajectory | None,
+        log: Sequence[ToolLogEntry],
+        judgment: Judgment,
+        task: Task,
+    ) -> Judgment:
+        """Store the judged episode; return the judgment stored.
+
+        Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
+        past every door) is the miner's fault, never a silent drop: the episode is stored as
+        ``malformed`` with a zero judgment, its tool log kept with such text escaped.
+        """
+        try:
+            await self._write(record, trajectory, log, judgment, task)
+        except UnstorableContent as exc:
+            logger.warning(
+                "episode_unstorable round=%d uid=%s task=%s error=%s",
+                self.round_id,
+                record.miner_uid,
+                task.task_id,
+                exc,
+            )
+            judgment = judge_unanswered(
+                task,
+                episode_id=record.episode_id,
+                miner_hotkey=record.miner_hotkey,
+                end="malformed",
+                config=self.deps.judge_config,
+                detail="its trajectory or tool log holds text that cannot be stored",
+            )
+            malformed = record.model_copy(update={"end": "malformed"})
+            await self._write(malformed, None, repository.storable_log(log), judgment, task)
+        return judgment
+
+    async def _write(
+        self,
+        record: EpisodeRecord,
+        trajectory: Trajectory | None,
+        log: Sequence[ToolLogEntry],
+        judgment: Judgment,
+        task: Task,
     ) -> None:
         def write() -> bool:
             with self.deps.sessions() as session:
                 return repository.save_judged(
                     session,
                     episode=record,
-                    trajectory=reply.trajectory,
+                    trajectory=trajectory,
                     tool_log=log,
                     judgment=judgment,
                     task=task,
@@ -366,6 +407,8 @@ class _Episodes:
             started = time.monotonic()
             try:
                 return await asyncio.to_thread(write)
+            except UnstorableContent:
+                raise  # the content, not the database: no retry, no database error
             except Exception:
                 metrics.DB_ERRORS.labels("save_judged").inc()
                 raise
@@ -373,3 +416,11 @@ class _Episodes:
                 metrics.DB_WRITE_DURATION.labels("save_judged").observe(time.monotonic() - started)
 
         await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)
+
+
+def _count(judgment: Judgment) -> None:
+    """Count a stored episode: its end, its verdict and axis, an outage of the judge."""
+    metrics.EPISODES.labels(judgment.end).inc()
+    metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
+    if judgment.reasoning_outage and judgment.reasoning.unscored is not None:
+        metrics.JUDGE_UNSCORED.labels(judgment.reasoning.unscored.cause).inc()

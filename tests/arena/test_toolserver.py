@@ -310,3 +310,27 @@ async def test_router_mounts_in_another_app(fixture_index: SearchIndex, registry
         response = await c.post("/v1/tools/terminate", json={"status": "success"}, headers=bearer(token, "x"))
         assert response.json()["content"] == json.dumps("The conversation has ended with status: success.")
         assert (await c.post("/v1/practice/episodes")).status_code == 404
+
+
+async def test_unencodable_arguments_are_an_error_result_and_the_log_stays_readable(
+    client: httpx.AsyncClient,
+) -> None:
+    episode_id, token = await practice_token(client)
+    headers = {**bearer(token), "Content-Type": "application/json"}
+    for name, raw in [
+        ("view_product_information", b'{"product_ids":"\\udfff"}'),
+        ("find_product", b'{"q":"\\ud800"}'),
+        ("recommend_product", b'{"product_ids":["4001","\\ud800"]}'),
+    ]:
+        response = await client.post(f"/v1/tools/{name}", content=raw, headers=headers)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["error"] is True
+        assert "surrogate" in json.loads(body["content"])["error"]
+    log = await client.get(f"/v1/episodes/{episode_id}/log", headers=bearer(token))
+    assert log.status_code == 200, log.text
+    entries = log.json()["entries"]
+    assert [e["status"] for e in entries] == ["error", "error", "error"]
+    # What the log keeps of refused arguments is their text, escapes and all: encodable.
+    assert entries[0]["arguments"] == {"_raw": '{"product_ids":"\\udfff"}'}
+    json.dumps(entries, ensure_ascii=False).encode("utf-8")

@@ -12,9 +12,9 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 import storage.repository as repository
-from arena.types import Message, Task
+from arena.types import Message, Task, result_hash
 from judging.types import Judgment
-from storage.errors import ConflictError, MissingRecord, StorageError
+from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
 from storage.records import EpisodeRecord
 from storage.repository import (
@@ -188,6 +188,26 @@ def test_hostile_text_is_stored_verbatim(session: Session, task: Task) -> None:
     assert stored is not None
     assert stored.trajectory is not None and stored.trajectory.messages[-1].content == hostile
     assert stored.tool_log[0].arguments == {"q": hostile}
+
+
+def test_text_that_cannot_be_encoded_is_refused_whole_and_its_log_made_storable(
+    session: Session, task: Task
+) -> None:
+    trace = make_trace(15, task=task, round_id=7)
+    entry = trace.tool_log[0]
+    lone = entry.model_copy(update={"arguments": {"q": "tent \ud800"}, "result": '{"q": "\udfff"}'})
+    log = (lone, *trace.tool_log[1:])
+    with pytest.raises(UnstorableContent, match="cannot be encoded"):
+        save(session, Trace(trace.episode, trace.trajectory, log, trace.judgment))
+    assert counts(session) == (0, 0, 0)
+
+    kept = repository.storable_log(log)
+    assert kept[1:] == list(trace.tool_log[1:])  # what encodes is kept as it is
+    assert kept[0].arguments == {"q": "tent \\ud800"} and kept[0].result == '{"q": "\\udfff"}'
+    assert kept[0].result_hash == result_hash(kept[0].result)
+    assert save(session, Trace(trace.episode, None, kept, trace.judgment))
+    stored = get_judged(session, episode_id=trace.episode.episode_id)
+    assert stored is not None and stored.tool_log[0].arguments == {"q": "tent \\ud800"}
 
 
 def test_times_come_back_as_the_same_instants_in_utc(session: Session, task: Task) -> None:

@@ -12,6 +12,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.index import SearchIndex
+from arena.types import Message, Trajectory
 from judging.judge import JudgeConfig
 from judging.scores import ScorePolicy
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
@@ -120,6 +121,44 @@ async def test_our_overload_is_not_the_miners_fault(
     with sessions() as session:
         record = repository.get_round(session, round_id=0)
         assert record is not None and record.closed_at is not None  # the tasks stay burned
+
+
+class UnencodableMiner:
+    """A client whose every miner answers a trajectory holding a lone surrogate (made in Python,
+    past the JSON decoder that refuses them on the wire): text no hash or database can encode."""
+
+    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
+        trajectory = Trajectory(
+            task_id=request.task_id,
+            episode_id=request.episode_id,
+            miner_hotkey=neuron.hotkey,
+            messages=(
+                Message(role="user", content=request.query),
+                Message(role="assistant", content="best pick \ud800"),
+            ),
+        )
+        return MinerReply(
+            hotkey=neuron.hotkey, uid=neuron.uid, end="completed", trajectory=trajectory, latency=0.1
+        )
+
+
+async def test_an_episode_that_cannot_be_stored_is_stored_as_a_miner_fault_scoring_0(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    async with running_rig(
+        net, synth_index, sessions, agents={"miner1": scripted_agent}, client=UnencodableMiner()
+    ) as rig:
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    assert (summary.result, summary.stored, summary.failed) == ("ok", 2, 0)
+    assert summary.ends == {"malformed": 2}
+    traces = all_traces(sessions)
+    assert len(traces) == 2
+    for trace in traces:
+        assert trace.episode.end == "malformed" and trace.trajectory is None
+        assert trace.judgment.score == 0 and trace.judgment.end == "malformed"
+        assert "cannot be stored" in trace.judgment.checks[0].explanation
+    with sessions() as session:
+        assert [s.score for s in score_samples(session, window=64)] == [0.0, 0.0]
 
 
 class DownJudge:
