@@ -6,8 +6,9 @@ injection attempts in the assistant's text and tool arguments; a flagged traject
 lowest reasoning value, so an injection can never raise a score. The reply must be one JSON
 object with boolean gates and a score from {0, 1, 2, 3, 4}; anything else (NaN, 2.5, a
 string, a missing key) is refused. The value is ``min(score, gates passed in order) / 4``.
-Timeouts, errors and refused replies are retried with exponential backoff, then the check is
-*unscored* (None, with the cause), never 0.
+Timeouts, errors, 5xx and replies outside the schema are retried with exponential backoff, then
+the check is *unscored* (None, with the cause: an outage), never 0. A 4xx is our own request's
+fault (``JudgeRefused``): not retried, logged at ERROR, unscored ``refused``, not an outage.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Literal
 from arena.arguments import loads_finite
 from arena.types import Task, Trajectory
 from judging.context import Completer, JudgingContext
-from judging.errors import JudgeUnavailable
+from judging.errors import JudgeRefused, JudgeUnavailable
 from judging.reasoning_prompt import build_messages, prompt_hash
 from judging.types import Check, ReasoningEvidence, ReasoningVerdict, Unscored
 
@@ -113,20 +114,39 @@ class OpenAICompleter:
         return self._model
 
     async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Ask the endpoint once at temperature 0 and return the reply text."""
+        """Ask the endpoint once at temperature 0 and return the reply text.
+
+        Raises:
+            JudgeRefused: the endpoint answered with a 4xx other than 408 and 429 (our request
+                is at fault: a prompt over the model's context, a wrong model name or key).
+            TimeoutError: no answer in time, or a 408.
+            openai.APIError: transport failures, 429 and 5xx (outages; the caller retries).
+        """
         extra: dict[str, Any] = {}
         if self._response_format == "json_object":
             extra["response_format"] = {"type": "json_object"}
         elif self._response_format == "json_schema":
             schema = {"name": "reasoning_verdict", "schema": VERDICT_SCHEMA, "strict": True}
             extra["response_format"] = {"type": "json_schema", "json_schema": schema}
-        response = await self._client.chat.completions.create(
-            model=self._model,
-            messages=[dict(m) for m in messages],  # type: ignore[misc]
-            temperature=0.0,
-            max_tokens=self._max_tokens,
-            **extra,
-        )
+        from openai import APIStatusError, APITimeoutError
+
+        try:
+            response = await self._client.chat.completions.create(
+                model=self._model,
+                messages=[dict(m) for m in messages],  # type: ignore[misc]
+                temperature=0.0,
+                max_tokens=self._max_tokens,
+                **extra,
+            )
+        except APITimeoutError as exc:
+            raise TimeoutError("the judge did not answer in time") from exc
+        except APIStatusError as exc:
+            status = exc.status_code
+            if status == 408:
+                raise TimeoutError("the judge timed out the request (408)") from exc
+            if 400 <= status < 500 and status != 429:  # 429: overloaded, an outage like a 5xx
+                raise JudgeRefused(status, str(exc.message)[:200]) from exc
+            raise
         return response.choices[0].message.content or ""
 
     async def aclose(self) -> None:
@@ -230,6 +250,16 @@ async def judge_reasoning(
         try:
             reply = await asyncio.wait_for(completer.complete(messages), timeout=timeout_s)
             score, gates, injection, labels = parse_verdict(reply)
+        except JudgeRefused as exc:
+            # Our request is at fault; asking again gets the same answer. Not an outage: the
+            # episode keeps its place in the weights (reasoning neutral, as with no judge).
+            logger.error(
+                "judge_refused status=%d model=%s detail=%s", exc.status, completer.model, exc.detail
+            )
+            detail = f"the judge refused the request ({exc.status}): {exc.detail}"
+            return ReasoningVerdict(
+                value=None, model=completer.model, unscored=Unscored(cause="refused", detail=detail)
+            )
         except JudgeUnavailable as exc:
             failure = exc
         except TimeoutError:

@@ -33,6 +33,7 @@ Reject = Literal[
     "unknown_product_id",
     "too_long",
     "no_final_action",
+    "too_many_turns",
 ]
 REJECTS: tuple[Reject, ...] = get_args(Reject)
 
@@ -75,10 +76,12 @@ class Versions(Frozen):
     toolset: str | None = None
 
 
-# Why the reasoning check is unscored. Only the outages (the judge's own failures) keep a
-# judgment out of the weights; "disabled" (no judge configured) and "skipped" (the score was
-# already 0, or there was no trajectory) are decisions, not faults.
-UnscoredCause = Literal["disabled", "skipped", "timeout", "error", "unparseable"]
+# Why the reasoning check is unscored. Only the outages (the judge's own failures: timeouts,
+# transport errors and 5xx, replies outside the schema) keep a judgment out of the weights;
+# "disabled" (no judge configured) and "skipped" (the score was already 0, or there was no
+# trajectory) are decisions, and "refused" (the judge answered our request with a 4xx) is our
+# own fault: logged, alerted, and never a reason to drop a miner's episode from the weights.
+UnscoredCause = Literal["disabled", "skipped", "timeout", "error", "unparseable", "refused"]
 UNSCORED_CAUSES: tuple[UnscoredCause, ...] = get_args(UnscoredCause)
 OutageCause = Literal["timeout", "error", "unparseable"]
 OUTAGE_CAUSES: tuple[OutageCause, ...] = get_args(OutageCause)

@@ -125,6 +125,7 @@ class Validator:
             completer=self.completer,
             judge_config=JudgeConfig(
                 toolset=s.toolset,
+                max_turns=s.round.max_turns,
                 judge_retries=s.judge.retries,
                 judge_timeout_s=s.judge.timeout,
                 catalog_version=self.index.catalog_version,

@@ -419,8 +419,11 @@ class _Episodes:
 
 
 def _count(judgment: Judgment) -> None:
-    """Count a stored episode: its end, its verdict and axis, an outage of the judge."""
+    """Count a stored episode: its end, its verdict and axis, an outage or a refusal of the judge."""
     metrics.EPISODES.labels(judgment.end).inc()
     metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
-    if judgment.reasoning_outage and judgment.reasoning.unscored is not None:
-        metrics.JUDGE_UNSCORED.labels(judgment.reasoning.unscored.cause).inc()
+    unscored = judgment.reasoning.unscored
+    if judgment.reasoning_outage and unscored is not None:
+        metrics.JUDGE_UNSCORED.labels(unscored.cause).inc()
+    elif unscored is not None and unscored.cause == "refused":
+        metrics.JUDGE_REFUSALS.inc()

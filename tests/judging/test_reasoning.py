@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping, Sequence
 
 import httpx
 import pytest
 
 from arena.types import Trajectory
-from judging.errors import JudgeUnavailable
+from judging.errors import JudgeRefused, JudgeUnavailable
 from judging.reasoning import (
     OpenAICompleter,
     gated_value,
@@ -163,6 +164,42 @@ async def test_a_retry_can_recover() -> None:
     completer = Scripted(RuntimeError("503"), "garbage", reply(2, (True, True, False, False)))
     verdict = await run(completer)
     assert verdict.value == 0.5 and len(completer.calls) == 3
+
+
+async def test_a_refusal_by_the_judge_is_our_fault_unscored_and_not_an_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    completer = Scripted(JudgeRefused(400, "maximum context length is 8192 tokens"))
+    with caplog.at_level(logging.ERROR, logger="judging.reasoning"):
+        verdict = await run(completer)
+    assert verdict.value is None and verdict.unscored is not None
+    assert verdict.unscored.cause == "refused" and "400" in verdict.unscored.detail
+    assert not verdict.outage  # it stays in the weights window: the miner is not excluded
+    assert len(completer.calls) == 1  # the same request would be refused again: no retry
+    assert "judge_refused status=400" in caplog.text
+
+
+def completion_server(status: int) -> httpx.AsyncClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json={"error": {"message": "nope", "type": "invalid_request_error"}})
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.parametrize(
+    ("status", "cause"),
+    [(400, "refused"), (404, "refused"), (413, "refused"), (422, "refused"), (408, "timeout")]
+    + [(429, "error"), (500, "error"), (503, "error")],
+)
+async def test_only_transport_faults_timeouts_and_5xx_are_outages(status: int, cause: str) -> None:
+    client = completion_server(status)
+    completer = OpenAICompleter("http://judge.test/v1", "judge-m", http_client=client)
+    verdict = await judge_reasoning(
+        shop_task(), good_shop_episode().trajectory(), completer, retries=1, backoff_s=0.0
+    )
+    await client.aclose()
+    assert verdict.unscored is not None and verdict.unscored.cause == cause
+    assert verdict.outage == (cause != "refused")
 
 
 async def test_no_completer_is_disabled() -> None:

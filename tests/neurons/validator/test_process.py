@@ -219,3 +219,13 @@ async def test_on_the_local_network_rounds_query_any_miner_address(
         assert validator.endpoint_policy().any_address  # the local network: every process on one host
     finally:
         await validator.aclose()
+
+
+async def test_the_judge_takes_its_turn_cap_from_the_round_section(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path, round={"max_turns": 150}))
+    try:
+        assert validator.round_deps().judge_config.max_turns == 150
+    finally:
+        await validator.aclose()

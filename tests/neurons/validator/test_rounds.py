@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.index import SearchIndex
 from arena.types import Message, Trajectory
+from judging.errors import JudgeRefused
 from judging.judge import JudgeConfig
 from judging.scores import ScorePolicy
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
@@ -196,6 +197,40 @@ async def test_a_judge_outage_is_stored_unscored_and_never_moves_weights(
         plan = plan_weights(session, snapshot, ScorePolicy())
     # Nothing scored: the weights are what they were with no episode at all (all to the owner).
     assert plan is not None and (plan.uids, plan.weights) == ((snapshot.owner_uid,), (1.0,))
+
+
+class RefusingJudge:
+    """An LLM judge endpoint that refuses every request with a 4xx (our request is at fault)."""
+
+    model = "judge-refuses"
+
+    async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        raise JudgeRefused(400, "prompt over the model's context")
+
+
+async def test_a_judge_refusal_is_counted_and_never_leaves_the_weights_window(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    config = JudgeConfig(catalog_version=synth_index.catalog_version, judge_retries=2, judge_zeroed=True)
+    before = REGISTRY.get_sample_value("arena_judge_refusals_total") or 0.0
+    async with running_rig(
+        net,
+        synth_index,
+        sessions,
+        agents={"miner1": scripted_agent},
+        completer=RefusingJudge(),
+        judge_config=config,
+    ) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    traces = all_traces(sessions)
+    assert len(traces) == 2
+    for trace in traces:
+        unscored = trace.judgment.reasoning.unscored
+        assert unscored is not None and unscored.cause == "refused" and not trace.judgment.reasoning_outage
+    assert (REGISTRY.get_sample_value("arena_judge_refusals_total") or 0.0) == before + 2
+    with sessions() as session:
+        kept = score_samples(session, window=64, exclude_reasoning_outages=True)
+    assert sorted(s.score for s in kept) == sorted(t.judgment.score for t in traces)
 
 
 def test_recovery_closes_an_interrupted_round_and_keeps_its_tasks_burned(
