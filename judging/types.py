@@ -34,6 +34,7 @@ Reject = Literal[
     "too_long",
     "no_final_action",
     "too_many_turns",
+    "duplicate_work",  # set by the round, not the format check (``judging.duplicates``)
 ]
 REJECTS: tuple[Reject, ...] = get_args(Reject)
 
@@ -226,6 +227,13 @@ class GroundingEvidence(Evidence):
         return tuple(sorted(self.fabricated))
 
 
+class DuplicateEvidence(Evidence):
+    """The duplicate check's evidence: the work's address and the episode that brought it first."""
+
+    work_hash: str
+    first_episode_id: str
+
+
 class ProcessEvidence(Evidence):
     """The process check's evidence: the weighted parts and the raw counts."""
 
@@ -282,6 +290,7 @@ EVIDENCE: dict[str, tuple[type[Evidence], ...]] = {
     "process": (ProcessEvidence,),
     "axis": (AxisEvidence,),
     "reasoning": (ReasoningEvidence,),
+    "duplicate": (DuplicateEvidence,),
 }
 E = TypeVar("E", bound=Evidence)
 # Per evidence type: (its required keys, all its keys); a stored dict is tried only where it fits.

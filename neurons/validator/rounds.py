@@ -27,6 +27,7 @@ from arena.errors import EpisodeError
 from arena.rotation import round_key
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
+from judging.duplicates import FirstArrivals, credited_once, work_hash
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.outcome import ProductLookup
 from judging.reasoning import Completer
@@ -255,6 +256,7 @@ class _Episodes:
         self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
         self.tools = tuple(tool_schemas(deps.judge_config.toolset))
         self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
+        self.arrivals = FirstArrivals()  # identical work in the round is credited once
 
     async def run(self, miner: Neuron, task: Task) -> Judgment | None:
         """One (miner, task) episode; None when it was never sent (our overload)."""
@@ -280,7 +282,20 @@ class _Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
+        # Claimed as the reply arrives (no await in between), so "first" is arrival order.
+        work = work_hash(task.task_id, reply.trajectory) if reply.trajectory is not None else None
+        first = self.arrivals.claim(work, episode_id)
         judgment = await self._judge(task, reply, episode_id, log)
+        if work is not None and first is not None:
+            judgment = credited_once(judgment, work=work, first_episode_id=first)
+            metrics.DUPLICATE_EPISODES.inc()
+            logger.info(
+                "episode_duplicate round=%d uid=%d task=%s first=%s",
+                self.round_id,
+                miner.uid,
+                task.task_id,
+                first,
+            )
         record = EpisodeRecord(
             episode_id=episode_id,
             round_id=self.round_id,

@@ -312,3 +312,29 @@ def test_verdicts() -> None:
     assert verdict(answered) == "success"
     unanswered = make_trace(6, task=make_task(1), answered=False).judgment
     assert verdict(unanswered) == "unanswered"
+
+
+async def test_identical_work_in_a_round_is_credited_once_and_flagged(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    # Two hotkeys running one deterministic agent do the same work on every task.
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    before = counter("arena_duplicate_episodes_total")
+    async with running_rig(net, synth_index, sessions, agents=agents) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    traces = all_traces(sessions)
+    assert len(traces) == 4
+    by_task: dict[str, list[Any]] = {}
+    for trace in traces:
+        by_task.setdefault(trace.task.task_id, []).append(trace)
+    for pair in by_task.values():
+        credited = [t for t in pair if "duplicate_work" not in t.judgment.rejects]
+        copies = [t for t in pair if "duplicate_work" in t.judgment.rejects]
+        assert len(credited) == len(copies) == 1
+        (original,), (copy,) = credited, copies
+        assert original.judgment.score > 0 and copy.judgment.score == 0
+        flag = copy.judgment.check("duplicate")
+        assert flag is not None and flag.value == 0.0
+        assert original.episode.episode_id in flag.explanation
+        assert copy.judgment.success == original.judgment.success  # the outcome itself is kept
+    assert counter("arena_duplicate_episodes_total") == before + 2
