@@ -24,6 +24,7 @@ from arena.arguments import loads_finite
 from arena.types import Task, Trajectory
 from judging.context import Completer, JudgingContext
 from judging.errors import JudgeRefused, JudgeUnavailable
+from judging.injection import injection_signals
 from judging.reasoning_prompt import build_messages, prompt_hash
 from judging.types import Check, ReasoningEvidence, ReasoningVerdict, Unscored
 
@@ -46,20 +47,6 @@ logger = logging.getLogger(__name__)
 SCALE = (0, 1, 2, 3, 4)
 GATES = ("inference_present", "tool_results_analysed", "datum_cited", "candidates_compared")
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-_INJECTION = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+)?(previous\s+|prior\s+|above\s+|"
-        r"earlier\s+|preceding\s+|system\s+|grading\s+|scoring\s+)?(instructions?|prompts?|rubric|rules)\b",
-        r"\byou are (now )?(an? |the )?(judge|grader|evaluator|auditor)\b",
-        r"\b(judge|grader|evaluator|auditor)s?\b.{0,60}\b(score|grade|award)\b",
-        r"\b(give|assign|award)\b.{0,20}\b(this|me|it|the (trajectory|answer|assistant|agent|episode))\b"
-        r".{0,20}"
-        r"\b(full|perfect|maximum|max|highest|top)\b.{0,15}\b(score|marks?|rating|grade)\b",
-        r"\bsystem prompt\b|</?trajectory>|<\|im_(start|end)\|>|\[/?INST\]|^#+\s*(system|instructions?)\b",
-        r"[\"']?(inference_present|tool_results_analysed|candidates_compared|injection_attempt)[\"']?\s*:",
-    )
-]
 
 
 # The reply's JSON schema, for servers that constrain decoding to it (vLLM, OpenAI); the reply
@@ -152,20 +139,6 @@ class OpenAICompleter:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
-
-
-def injection_signals(trajectory: Trajectory) -> list[str]:
-    """Return the places where the miner's own text addresses the judge (assistant text, tool arguments)."""
-    found: list[str] = []
-    for index, m in enumerate(trajectory.messages):
-        if m.role != "assistant":
-            continue
-        texts = [("reasoning", m.reasoning_content or ""), ("content", m.content or "")]
-        texts += [(f"arguments of {c.id}", c.function.arguments) for c in m.tool_calls or ()]
-        for where, text in texts:
-            if any(p.search(line) for p in _INJECTION for line in text.splitlines() or [text]):
-                found.append(f"message {index} {where}")
-    return found
 
 
 def parse_verdict(text: str) -> tuple[int, dict[str, bool], bool, tuple[str, ...]]:
