@@ -370,7 +370,7 @@ EVASIONS = {
 
 
 @pytest.mark.parametrize("text", EVASIONS.values(), ids=EVASIONS.keys())
-async def test_an_instruction_worded_around_the_patterns_is_flagged_before_a_gullible_judge(text: str) -> None:
+async def test_an_instruction_worded_around_the_patterns_is_caught_before_a_gullible_judge(text: str) -> None:
     gullible = Scripted(reply(4, (True, True, True, True)))
     verdict = await run(gullible, addressed_in(text))
     assert verdict.injection_flagged and verdict.value == 0.0
