@@ -200,8 +200,13 @@ async def judge_reasoning(
     timeout_s: float = 60.0,
     backoff_s: float = 1.0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    signals: Sequence[str] | None = None,
+    messages: Sequence[Mapping[str, str]] | None = None,
 ) -> ReasoningVerdict:
     """Judge a trajectory's reasoning; never raises for judge faults.
+
+    ``signals`` (``injection_signals``) and ``messages`` (``build_messages``) are computed here
+    unless given: a caller that computed them off the event loop passes them in.
 
     Returns:
         A verdict with a value from {0, .25, .5, .75, 1}; 0 with ``injection_flagged`` when
@@ -210,12 +215,13 @@ async def judge_reasoning(
         unavailable after ``retries`` retries.
     """
     model = completer.model if completer is not None else None
-    if injection_signals(trajectory):
+    if injection_signals(trajectory) if signals is None else signals:
         # Code found the miner's text addressing the judge: the lowest value, judge or not.
         return ReasoningVerdict(value=0.0, model=model, labels=("injection_attempt",), injection_flagged=True)
     if completer is None:
         return ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))
-    messages = build_messages(task, trajectory)
+    if messages is None:
+        messages = build_messages(task, trajectory)
     failure = JudgeUnavailable("error", "no attempt made")
     for attempt in range(retries + 1):
         if attempt:
@@ -296,6 +302,8 @@ async def check_reasoning(ctx: JudgingContext) -> Check:
         retries=config.judge_retries,
         timeout_s=config.judge_timeout_s,
         backoff_s=config.judge_backoff_s,
+        signals=ctx.injection_signals,
+        messages=ctx.judge_messages if ctx.completer is not None and not ctx.injection_signals else None,
     )
     return reasoning_check(verdict)
 

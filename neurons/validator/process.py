@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,7 @@ class Validator:
     completer: OpenAICompleter | None
     secret: bytes
     exporter: Exporter | None = None
+    judge_pool: ThreadPoolExecutor | None = None  # the judge's code runs here, off the event loop
     snapshot: MetagraphSnapshot | None = None
     last_round: RoundSummary | None = None
     last_weights: WeightsOutcome | None = None
@@ -135,6 +137,7 @@ class Validator:
             tool_server_url=s.tool_server_url() or "",
             query_concurrency=s.client.max_concurrency,
             judge_concurrency=s.judge.concurrency,
+            judge_executor=self.judge_pool,
         )
 
     async def sync_metagraph(self) -> MetagraphSnapshot:
@@ -256,6 +259,8 @@ class Validator:
         if self.completer is not None:
             await self.completer.aclose()
         await self.chain.close()
+        if self.judge_pool is not None:
+            self.judge_pool.shutdown(wait=True, cancel_futures=True)
         self.index.close()
         self.engine.dispose()
 
@@ -307,6 +312,7 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         completer=completer,
         secret=secret,
         exporter=exporter,
+        judge_pool=ThreadPoolExecutor(max_workers=settings.judge.workers, thread_name_prefix="arena-judge"),
     )
 
 

@@ -111,6 +111,12 @@ class JudgeSettings(Section):
     timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per call before a retry.")
     retries: int = Field(default=2, ge=0, le=10, description="Retries with backoff, then unscored.")
     concurrency: int = Field(default=8, ge=1, le=1024, description="Judge calls in flight at once.")
+    workers: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Threads running the judge's code (checks, scans), off the event loop.",
+    )
     response_format: Literal["none", "json_object", "json_schema"] = Field(
         default="none", description="Constrained decoding asked of the endpoint (json_schema: vLLM, OpenAI)."
     )
