@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -19,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.types import Judgment
+from storage.bounds import bounded_wire
 from storage.db import write_transaction
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
@@ -104,7 +106,8 @@ def save_judged(
 
     Idempotent: a retried write of the same content changes nothing. The episode's task (and
     round, where it has one) must already be stored; pass ``task`` to store it in the same
-    transaction where it may not be.
+    transaction where it may not be. A trajectory over ``MAX_STORED_TRAJECTORY_CHARS`` is stored
+    truncated with markers (``storage.bounds``); the judgment, made on the whole, as it is.
 
     Args:
         session: a session from ``make_sessionmaker``.
@@ -127,7 +130,13 @@ def save_judged(
             nothing of the episode is written.
     """
     _check_consistent(episode, trajectory, tool_log, judgment, task)
-    wire = trajectory.to_wire() if trajectory is not None else None  # encoded once: hashed and stored
+    wire: dict[str, Any] | None = None
+    if trajectory is not None:  # encoded once: bounded, hashed and stored
+        wire, truncated = bounded_wire(trajectory.to_wire())
+        if truncated:
+            logger.warning(
+                "trajectory_truncated episode=%s messages=%d", episode.episode_id, len(trajectory.messages)
+            )
     try:
         episode_hash = episode_content_hash(episode, wire, tool_log)
     except UnicodeEncodeError as exc:

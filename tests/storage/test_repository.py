@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 import storage.repository as repository
 from arena.types import Message, Task, result_hash
 from judging.types import Judgment
+from storage.bounds import MAX_STORED_TRAJECTORY_CHARS
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
 from storage.records import EpisodeRecord
@@ -310,3 +311,37 @@ def test_rows_carry_the_columns_curation_filters_on(session: Session, task: Task
     assert row.scorer == "scorer-1" and row.axis == trace.judgment.axis
     task_row = session.get(TaskRow, task.task_id)
     assert task_row is not None and task_row.leak_cluster == task.leak_cluster
+
+
+def stored_chars(session: Session, episode_id: str) -> int:
+    row = session.scalars(select(EpisodeRow).where(EpisodeRow.episode_id == episode_id)).one()
+    session.rollback()
+    return len(json.dumps(row.trajectory, ensure_ascii=False))
+
+
+def test_an_over_long_trajectory_is_stored_truncated_with_a_marker(session: Session, task: Task) -> None:
+    trace = make_trace(21, task=task, round_id=7)
+    assert trace.trajectory is not None
+    head, tail = trace.trajectory.messages[:2], trace.trajectory.messages[2:]
+    filler = [Message(role="assistant", content=f"thinking {i} " + "z" * 300) for i in range(4000)]
+    huge = Message(role="assistant", reasoning_content="r" * 1_000_000)
+    trajectory = trace.trajectory.model_copy(update={"messages": (*head, huge, *filler, *tail)})
+    long = Trace(trace.episode, trajectory, trace.tool_log, trace.judgment)
+    assert save(session, long) is True
+    assert save(session, long) is False  # a retried write of the same episode is still recognised
+    assert stored_chars(session, trace.episode.episode_id) <= MAX_STORED_TRAJECTORY_CHARS
+    stored = get_judged(session, episode_id=trace.episode.episode_id)
+    assert stored is not None and stored.trajectory is not None
+    messages = stored.trajectory.messages
+    assert messages[:2] == head and messages[-len(tail) :] == tail  # both ends kept
+    assert "chars cut" in (messages[2].reasoning_content or "")
+    (marker,) = [m for m in messages[2:] if m.role == "system"]
+    assert "messages cut" in (marker.content or "") and "judged whole" in (marker.content or "")
+    assert stored.judgment == trace.judgment  # the verdict was made on the whole trajectory
+
+
+def test_a_trajectory_within_the_bound_is_stored_whole(session: Session, task: Task) -> None:
+    trace = make_trace(22, task=task, round_id=7)
+    save(session, trace)
+    stored = get_judged(session, episode_id=trace.episode.episode_id)
+    assert stored is not None and stored.trajectory == trace.trajectory
