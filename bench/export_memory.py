@@ -35,7 +35,9 @@ TASKS = 50
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=200, help="judged traces per database")
     parser.add_argument("--small", type=int, default=40_000, help="characters of text per trace, small")
     parser.add_argument("--large", type=int, default=415_000, help="characters of text per trace, large")
@@ -47,7 +49,6 @@ def parse_args() -> argparse.Namespace:
 def fill(url: str, n: int, chars: int) -> int:
     """Store ``n`` traces carrying ``chars`` characters of reasoning each; return the database's bytes."""
     from arena.clusters import assign_clusters
-    from arena.types import Message
     from storage.db import make_engine, make_sessionmaker, upgrade
     from storage.repository import open_round, save_judged, save_tasks
     from tests.storage.factories import T0, VALIDATOR, make_task, make_trace
@@ -67,7 +68,11 @@ def fill(url: str, n: int, chars: int) -> int:
             messages[first] = messages[first].model_copy(update={"reasoning_content": padding})
             padded = trace.trajectory.model_copy(update={"messages": tuple(messages)})
             save_judged(
-                session, episode=trace.episode, trajectory=padded, tool_log=trace.tool_log, judgment=trace.judgment
+                session,
+                episode=trace.episode,
+                trajectory=padded,
+                tool_log=trace.tool_log,
+                judgment=trace.judgment,
             )
     path = Path(str(engine.url.database))
     engine.dispose()
@@ -126,7 +131,8 @@ def main() -> None:
         runs[name] = measure(args.n, chars)
         r = runs[name]
         print(
-            f"{name:>6}: stored {r['stored_bytes'] / 1e6:6.1f} MB  export peak RSS {r['peak_rss_mib']:7.1f} MiB "
+            f"{name:>6}: stored {r['stored_bytes'] / 1e6:6.1f} MB  "
+            f"export peak RSS {r['peak_rss_mib']:7.1f} MiB "
             f"(after imports {r['peak_rss_mib_after_imports']:.1f})  {r['seconds']} s"
         )
     growth = runs["large"]["peak_rss_mib"] - runs["small"]["peak_rss_mib"]
@@ -135,7 +141,11 @@ def main() -> None:
     results = {
         "benchmark": "export_memory",
         "n": args.n,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
         "runs": runs,
         "rss_growth_mib": round(growth, 1),
         "stored_growth_mib": round(stored, 1),
