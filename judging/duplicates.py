@@ -7,14 +7,18 @@ logs), with text folded (case, runs of whitespace) so that spacing does not make
 answer is the final ``recommend_product`` call, so it is part of the sequence. The reasoning
 text is not: it varies between runs of one model and costs a copier nothing to vary.
 
-First arrival, not a split: each episode is judged and stored once, as its reply arrives (a
+First credited, not a split: each episode is judged and stored once, as its reply arrives (a
 crash loses nothing and nothing stored is rewritten), and N copies still earn one episode's
-credit between them, whichever is faster. A copy keeps its judgment for curation, zeroed with
-the ``duplicate_work`` reject and a ``duplicate`` check naming the episode it copies.
+credit between them, whichever is faster. Only a copy that scores above 0 claims the work, and
+only once it is stored so (``FirstArrivals``): a copy that is zero anyway (a reject, text that
+cannot be stored) cannot take the credit from the original by racing it with junk. A later
+copy keeps its judgment for curation, zeroed with the ``duplicate_work`` reject and a
+``duplicate`` check naming the episode it copies.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from arena.tools import canonical_arguments
@@ -50,17 +54,37 @@ def work_hash(task_id: str, trajectory: Trajectory) -> str | None:
 
 
 class FirstArrivals:
-    """The work seen so far in one round, each with the episode that brought it first."""
+    """The work credited so far in one round, each with the episode credited for it.
+
+    A claim is provisional until the claimant's episode is stored (``settle``): a copy that
+    comes while the first is being stored waits for the outcome, and if the first could not be
+    kept as credited (stored as a miner fault instead), the work is free again for the copy.
+    """
 
     def __init__(self) -> None:
-        self._first: dict[str, str] = {}
+        self._first: dict[str, tuple[str, asyncio.Future[bool]]] = {}
 
-    def claim(self, work: str | None, episode_id: str) -> str | None:
-        """Record that ``episode_id`` brought ``work``; the earlier episode that brought it, or None."""
-        if work is None:
-            return None
-        first = self._first.setdefault(work, episode_id)
-        return None if first == episode_id else first
+    async def claim(self, work: str, episode_id: str) -> str | None:
+        """Claim ``work`` for ``episode_id``: None if credited (``settle`` it then), else the first's id."""
+        while True:
+            held = self._first.get(work)
+            if held is None:
+                self._first[work] = (episode_id, asyncio.get_running_loop().create_future())
+                return None
+            first, settled = held
+            if first == episode_id:
+                return None
+            if await asyncio.shield(settled):
+                return first
+
+    def settle(self, work: str, episode_id: str, *, credited: bool) -> None:
+        """Say whether the claimant's episode was stored credited; if not, the work is free again."""
+        held = self._first.get(work)
+        if held is None or held[0] != episode_id or held[1].done():
+            return
+        held[1].set_result(credited)
+        if not credited:
+            del self._first[work]
 
 
 def credited_once(judgment: Judgment, *, work: str, first_episode_id: str) -> Judgment:

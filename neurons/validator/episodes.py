@@ -119,10 +119,10 @@ class Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
-        # Claimed as the reply arrives (no await in between), so "first" is arrival order.
-        work = _work(task, reply.trajectory, self.config.max_turns)
-        first = self.arrivals.claim(work, episode_id)
         judgment = await self._judge(task, reply, episode_id, log)
+        # Only work that earns credit claims it: a copy that is zero anyway cannot take it.
+        work = _work(task, reply.trajectory, self.config.max_turns) if judgment.score > 0 else None
+        first = await self.arrivals.claim(work, episode_id) if work is not None else None
         if work is not None and first is not None:
             judgment = credited_once(judgment, work=work, first_episode_id=first)
             metrics.DUPLICATE_EPISODES.inc()
@@ -144,7 +144,13 @@ class Episodes:
             finished_at=finished,
             end=reply.end,
         )
-        judgment = await self._store(record, reply.trajectory, log, judgment, task)
+        credited = False
+        try:
+            judgment = await self._store(record, reply.trajectory, log, judgment, task)
+            credited = judgment.score > 0
+        finally:
+            if work is not None and first is None:
+                self.arrivals.settle(work, episode_id, credited=credited)
         _count(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from arena.types import Trajectory
 from judging.duplicates import FirstArrivals, credited_once, work_hash
 from judging.judge import JudgeConfig, judge
@@ -32,15 +34,29 @@ def test_no_calls_is_no_work() -> None:
     ep = Episode("a red tent")
     ep.say("I cannot help")
     assert work_hash("t-1", ep.trajectory()) is None
-    assert FirstArrivals().claim(None, "ep-1") is None
 
 
-def test_the_first_arrival_is_credited_and_later_ones_name_it() -> None:
+async def test_the_first_credited_is_named_to_later_copies() -> None:
     arrivals = FirstArrivals()
-    assert arrivals.claim("w-1", "ep-a") is None
-    assert arrivals.claim("w-1", "ep-a") is None  # the same episode again is not a copy
-    assert arrivals.claim("w-1", "ep-b") == "ep-a"
-    assert arrivals.claim("w-2", "ep-c") is None
+    assert await arrivals.claim("w-1", "ep-a") is None
+    assert await arrivals.claim("w-1", "ep-a") is None  # the same episode again is not a copy
+    assert await arrivals.claim("w-2", "ep-c") is None  # other work is free
+    copy = asyncio.create_task(arrivals.claim("w-1", "ep-b"))
+    await asyncio.sleep(0)
+    assert not copy.done()  # the first is still being stored: the copy waits for the outcome
+    arrivals.settle("w-1", "ep-a", credited=True)
+    assert await copy == "ep-a"
+
+
+async def test_a_first_that_is_not_stored_credited_frees_the_work_for_the_copy() -> None:
+    arrivals = FirstArrivals()
+    assert await arrivals.claim("w-1", "ep-a") is None
+    copy = asyncio.create_task(arrivals.claim("w-1", "ep-b"))
+    await asyncio.sleep(0)
+    arrivals.settle("w-1", "ep-a", credited=False)  # e.g. stored as a miner fault: unstorable text
+    assert await copy is None  # the copy is credited now
+    arrivals.settle("w-1", "ep-b", credited=True)
+    assert await arrivals.claim("w-1", "ep-c") == "ep-b"
 
 
 async def test_a_copy_scores_zero_with_a_reject_and_a_check_naming_the_original() -> None:
