@@ -122,12 +122,16 @@ def test_a_hostile_round_stores_and_scores_every_episode_and_leaves_honest_score
     for trace in hostile["hostile-injection"].values():
         assert trace.judgment.reasoning.injection_flagged
         assert trace.judgment.score < honest[trace.task.task_id].judgment.score
+    flagged = 0
     for task_id in tasks:
         pair = [hostile["hostile-copy-a"][task_id], hostile["hostile-copy-b"][task_id]]
         copies = [t for t in pair if "duplicate_work" in t.judgment.rejects]
-        assert len(copies) == 1 and copies[0].judgment.score == 0, "identical work is credited once"
-        (original,) = [t for t in pair if t is not copies[0]]
-        assert original.judgment.score > 0
+        if any(t.judgment.score > 0 for t in pair) or copies:  # work that earns nothing claims nothing
+            assert len(copies) == 1 and copies[0].judgment.score == 0, "identical work is credited once"
+            (original,) = [t for t in pair if t is not copies[0]]
+            assert original.judgment.score > 0
+            flagged += 1
+    assert flagged, "the copies earned credit on some task, once"
 
     # Memory: the hostile round costs the validator little more than the honest one.
     assert peak < alone_peak + 400, (peak, alone_peak)
