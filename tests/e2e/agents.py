@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from arena.types import Message
+from arena.types import FunctionCall, Message, ToolCall
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
 
@@ -44,8 +44,20 @@ async def ten_thousand_turns_agent(request: AgentRequest, call_tool: ToolCaller)
 
 
 async def copycat_agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
-    """A deterministic agent two hotkeys run: its calls differ from the scripted agent's, not each other's."""
-    return await scripted_agent(request.model_copy(update={"query": f"{request.query} please"}), call_tool)
+    """A deterministic agent two hotkeys run: one search of its own, then the scripted episode.
+
+    Its calls differ from the scripted agent's (whose work is the honest miner's), not each other's.
+    """
+    result = await call_tool("find_product", {"q": "copycat tent"}, "call-copycat")
+    output = await scripted_agent(request, call_tool)
+    call = ToolCall(
+        id="call-copycat", function=FunctionCall(name="find_product", arguments='{"q": "copycat tent"}')
+    )
+    own = [
+        Message(role="assistant", tool_calls=(call,)),
+        Message(role="tool", tool_call_id="call-copycat", content=result.content),
+    ]
+    return output.model_copy(update={"messages": [*output.messages[:2], *own, *output.messages[2:]]})
 
 
 async def oversized_agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
