@@ -1,4 +1,4 @@
-"""Tool-call arguments, read once: the one parser the tool server, the trajectory type and the judge share.
+r"""Tool-call arguments, read once: the one parser the tool server, the trajectory type and the judge share.
 
 A tool call's ``arguments`` is the JSON text the model wrote. :func:`parse_arguments` turns it
 into a JSON object or an :class:`ArgumentError` (a typed cause and the agent-facing detail).
@@ -10,7 +10,10 @@ The rules, in one place:
 - anything else must be one JSON object, decoded strictly: ``NaN`` and ``Infinity`` are
   refused (no argument needs them, and they are not JSON), and so are texts over
   ``MAX_ARGUMENT_CHARS`` (a runaway generation), and objects that repeat a key (a parser
-  would keep the last value silently; ``arena.jsonkeys``).
+  would keep the last value silently; ``arena.jsonkeys``);
+- every string in it (keys included) must be text UTF-8 can encode: JSON's ``\ud800``
+  escape decodes to a lone surrogate, which no log, hash or database can hold, so such
+  arguments are refused here, at the one door every call passes, and never reach a tool.
 
 :func:`split_product_ids` is the one reading of a ``product_ids`` argument, and
 :func:`loads_finite` the one NaN-refusing JSON decoder (tool arguments, judge replies).
@@ -27,7 +30,7 @@ from arena.jsonkeys import DuplicateKey, unique_object
 # Arguments are a handful of short strings; anything this long is a runaway generation.
 MAX_ARGUMENT_CHARS = 16_384
 
-ArgumentCause = Literal["too_long", "not_json", "not_object", "duplicate_key"]
+ArgumentCause = Literal["too_long", "not_json", "not_object", "duplicate_key", "not_text"]
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,28 @@ def parse_arguments(arguments: str) -> dict[str, Any] | ArgumentError:
         return ArgumentError("not_json", f"arguments are not valid JSON ({_first_line(exc)})")
     if not isinstance(value, dict):
         return ArgumentError("not_object", f"arguments must be a JSON object, got {type(value).__name__}")
+    if not encodable(value):
+        detail = "arguments hold a lone surrogate (\\ud800-\\udfff), which is not text"
+        return ArgumentError("not_text", detail)
     return value
 
 
 def _loads_arguments(arguments: str) -> Any:
     """``loads_finite`` that also refuses an object repeating a key (``DuplicateKey``)."""
     return json.loads(arguments, parse_constant=_refuse_constant, object_pairs_hook=unique_object)
+
+
+def encodable(value: Any) -> bool:
+    r"""Whether every string in a decoded JSON value (keys included) can be encoded as UTF-8.
+
+    False exactly when one holds a lone surrogate: what ``json.loads`` makes of an unpaired
+    ``\ud800``-``\udfff`` escape, and what ``str.encode`` (so every hash and database) refuses.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,6 +12,8 @@ from judging.titles import LEXICAL, TitleMatcher
 from judging.types import Versions
 
 SCORER_VERSION = "arena-judge/1"
+# Messages a trajectory may hold: tau2-bench stops an episode at 200 steps; more is rejected.
+DEFAULT_MAX_TURNS = 200
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,7 @@ class JudgeConfig:
     title_threshold: float = 0.7
     knowledge_title_threshold: float = 0.8
     token_budget: int = 32_768
+    max_turns: int = DEFAULT_MAX_TURNS
     success_weight: float = 0.6
     grounding_floor: float = 0.5
     reasoning_floor: float = 0.8
@@ -40,8 +43,8 @@ class JudgeConfig:
         for name in ("grounding_floor", "reasoning_floor"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within (0, 1]: outcome must dominate")
-        if self.token_budget < 1 or self.judge_retries < 0 or self.judge_timeout_s <= 0:
-            raise ValueError("token_budget, judge_retries and judge_timeout_s must be positive")
+        if self.token_budget < 1 or self.max_turns < 1 or self.judge_retries < 0 or self.judge_timeout_s <= 0:
+            raise ValueError("token_budget, max_turns, judge_retries and judge_timeout_s must be positive")
 
     @property
     def known_tools(self) -> tuple[str, ...]:

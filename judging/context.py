@@ -25,6 +25,8 @@ from arena.types import Product, Task, ToolCall, ToolLogEntry, Trajectory
 from judging.answer import Answer, final_answer
 from judging.config import JudgeConfig
 from judging.facts import ResultFacts, logged_facts
+from judging.injection import injection_signals
+from judging.reasoning_prompt import build_messages
 from judging.reconcile import Reconciliation, reconcile
 from judging.titles import title_tokens
 
@@ -113,6 +115,16 @@ class JudgingContext:
     def reconciliation(self) -> Reconciliation:
         """The trajectory paired with the tool log: matched, hidden, fabricated, ids seen."""
         return reconcile(self.trajectory, self.calls, self.log, self.answer)
+
+    @cached_property
+    def injection_signals(self) -> tuple[str, ...]:
+        """Where the miner's own text addresses the judge (``judging.injection``)."""
+        return tuple(injection_signals(self.trajectory))
+
+    @cached_property
+    def judge_messages(self) -> list[dict[str, str]]:
+        """The reasoning judge's prompt for this episode (bounded by construction)."""
+        return build_messages(self.task, self.trajectory)
 
     @cached_property
     def logged(self) -> ResultFacts:

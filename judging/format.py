@@ -9,6 +9,8 @@ Hard rejects, by name:
 - ``unknown_product_id``: the answer's arguments do not parse, or name an id not in the catalog.
 - ``too_long``: the trajectory's estimated tokens exceed the budget.
 - ``no_final_action``: the last tool call is neither `recommend_product` nor `terminate`.
+- ``too_many_turns``: the trajectory holds more messages than ``max_turns`` (200, tau2-bench's
+  step cap): an honest agent within the tool-call budget never comes near it.
 """
 
 from __future__ import annotations
@@ -75,6 +77,9 @@ def check_format(ctx: JudgingContext) -> Check:
     budget = ctx.config.token_budget
     if tokens > budget:
         reasons["too_long"] = f"about {tokens} tokens, over the budget of {budget}"
+    turns = len(ctx.trajectory.messages)
+    if turns > ctx.config.max_turns:
+        reasons["too_many_turns"] = f"{turns} messages, over the cap of {ctx.config.max_turns}"
     if not calls or calls[-1].function.name not in (RECOMMEND, TERMINATE):
         last = calls[-1].function.name if calls else "nothing"
         reasons["no_final_action"] = f"ends with {last}, not recommend_product or terminate"

@@ -23,7 +23,9 @@ dominates, and the coefficients only order trajectories of equal outcome.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from typing import Any
 
 from arena.types import EpisodeEnd, Task, ToolLogEntry, Trajectory
@@ -99,8 +101,13 @@ async def judge(
     products: ProductLookup,
     completer: Completer | None,
     config: JudgeConfig,
+    executor: Executor | None = None,
 ) -> Judgment:
     """Judge one trajectory against its task, its tool log and the catalog.
+
+    With an ``executor``, the work done by code (the rule checks, the injection scan, rendering
+    the judge's prompt, folding the verdict) runs there, so that a long trajectory never holds
+    the event loop; only the judge's call itself is awaited on the loop.
 
     Args:
         task: The task served (its id is the Judgment's, whatever the trajectory claims).
@@ -109,6 +116,7 @@ async def judge(
         products: Catalog lookup: ids -> products (unknown ids absent).
         completer: The LLM reasoning judge, or None to leave reasoning unscored.
         config: Thresholds, budgets and coefficients.
+        executor: Where the code's work runs (a bounded pool); None: inline, on the caller's thread.
 
     Returns:
         The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
@@ -117,12 +125,23 @@ async def judge(
     ctx = JudgingContext(
         task=task, trajectory=trajectory, log=log, products=products, config=config, completer=completer
     )
-    checks = [check(ctx) for check in RULE_CHECKS]
-    if _zeroed(checks, config) and not config.judge_zeroed and completer is not None:
-        checks.append(skipped_reasoning(completer, "score is 0"))
+    if executor is None:
+        checks, ask = _rules(ctx)
     else:
-        checks.append(await check_reasoning(ctx))
-    return verdict(ctx, checks)
+        checks, ask = await asyncio.get_running_loop().run_in_executor(executor, _rules, ctx)
+    checks.append(await check_reasoning(ctx) if ask else skipped_reasoning(completer, "score is 0"))
+    if executor is None:
+        return verdict(ctx, checks)
+    return await asyncio.get_running_loop().run_in_executor(executor, verdict, ctx, checks)
+
+
+def _rules(ctx: JudgingContext) -> tuple[list[Check], bool]:
+    """The rule checks, and whether to ask the reasoning judge (its inputs then computed here too)."""
+    checks = [check(ctx) for check in RULE_CHECKS]
+    ask = not (_zeroed(checks, ctx.config) and not ctx.config.judge_zeroed and ctx.completer is not None)
+    if ask and not ctx.injection_signals and ctx.completer is not None:
+        ctx.judge_messages  # noqa: B018 (a cached property: rendered here, off the event loop)
+    return checks, ask
 
 
 def judge_rules(
@@ -200,10 +219,20 @@ def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
 
 
 def judge_unanswered(
-    task: Task, *, episode_id: str, miner_hotkey: str, end: EpisodeEnd, config: JudgeConfig
+    task: Task,
+    *,
+    episode_id: str,
+    miner_hotkey: str,
+    end: EpisodeEnd,
+    config: JudgeConfig,
+    detail: str = "",
 ) -> Judgment:
-    """Judge an episode that returned no usable trajectory (a miner fault): score 0, the end reason kept."""
-    reason = f"no trajectory: episode ended {end}"
+    """Judge an episode that returned no usable trajectory (a miner fault): score 0, the end reason kept.
+
+    ``detail`` (free text) says more where the end alone does not, e.g. why a returned
+    trajectory could not be kept.
+    """
+    reason = f"no trajectory: episode ended {end}" + (f" ({detail})" if detail else "")
     outcome = OutcomeScores(
         rule=0.0,
         gt=0.0,

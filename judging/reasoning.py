@@ -6,8 +6,9 @@ injection attempts in the assistant's text and tool arguments; a flagged traject
 lowest reasoning value, so an injection can never raise a score. The reply must be one JSON
 object with boolean gates and a score from {0, 1, 2, 3, 4}; anything else (NaN, 2.5, a
 string, a missing key) is refused. The value is ``min(score, gates passed in order) / 4``.
-Timeouts, errors and refused replies are retried with exponential backoff, then the check is
-*unscored* (None, with the cause), never 0.
+Timeouts, errors, 5xx and replies outside the schema are retried with exponential backoff, then
+the check is *unscored* (None, with the cause: an outage), never 0. A 4xx is our own request's
+fault (``JudgeRefused``): not retried, logged at ERROR, unscored ``refused``, not an outage.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from typing import Any, Literal
 from arena.arguments import loads_finite
 from arena.types import Task, Trajectory
 from judging.context import Completer, JudgingContext
-from judging.errors import JudgeUnavailable
+from judging.errors import JudgeRefused, JudgeUnavailable
+from judging.injection import injection_signals
 from judging.reasoning_prompt import build_messages, prompt_hash
 from judging.types import Check, ReasoningEvidence, ReasoningVerdict, Unscored
 
@@ -45,20 +47,6 @@ logger = logging.getLogger(__name__)
 SCALE = (0, 1, 2, 3, 4)
 GATES = ("inference_present", "tool_results_analysed", "datum_cited", "candidates_compared")
 _LABEL = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-_INJECTION = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\b(ignore|disregard|forget|override)\s+(all\s+|any\s+|the\s+|your\s+)?(previous\s+|prior\s+|above\s+|"
-        r"earlier\s+|preceding\s+|system\s+|grading\s+|scoring\s+)?(instructions?|prompts?|rubric|rules)\b",
-        r"\byou are (now )?(an? |the )?(judge|grader|evaluator|auditor)\b",
-        r"\b(judge|grader|evaluator|auditor)s?\b.{0,60}\b(score|grade|award)\b",
-        r"\b(give|assign|award)\b.{0,20}\b(this|me|it|the (trajectory|answer|assistant|agent|episode))\b"
-        r".{0,20}"
-        r"\b(full|perfect|maximum|max|highest|top)\b.{0,15}\b(score|marks?|rating|grade)\b",
-        r"\bsystem prompt\b|</?trajectory>|<\|im_(start|end)\|>|\[/?INST\]|^#+\s*(system|instructions?)\b",
-        r"[\"']?(inference_present|tool_results_analysed|candidates_compared|injection_attempt)[\"']?\s*:",
-    )
-]
 
 
 # The reply's JSON schema, for servers that constrain decoding to it (vLLM, OpenAI); the reply
@@ -113,39 +101,44 @@ class OpenAICompleter:
         return self._model
 
     async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        """Ask the endpoint once at temperature 0 and return the reply text."""
+        """Ask the endpoint once at temperature 0 and return the reply text.
+
+        Raises:
+            JudgeRefused: the endpoint answered with a 4xx other than 408 and 429 (our request
+                is at fault: a prompt over the model's context, a wrong model name or key).
+            TimeoutError: no answer in time, or a 408.
+            openai.APIError: transport failures, 429 and 5xx (outages; the caller retries).
+        """
         extra: dict[str, Any] = {}
         if self._response_format == "json_object":
             extra["response_format"] = {"type": "json_object"}
         elif self._response_format == "json_schema":
             schema = {"name": "reasoning_verdict", "schema": VERDICT_SCHEMA, "strict": True}
             extra["response_format"] = {"type": "json_schema", "json_schema": schema}
-        response = await self._client.chat.completions.create(
-            model=self._model,
-            messages=[dict(m) for m in messages],  # type: ignore[misc]
-            temperature=0.0,
-            max_tokens=self._max_tokens,
-            **extra,
-        )
+        from openai import APIStatusError, APITimeoutError
+
+        try:
+            response = await self._client.chat.completions.create(
+                model=self._model,
+                messages=[dict(m) for m in messages],  # type: ignore[misc]
+                temperature=0.0,
+                max_tokens=self._max_tokens,
+                **extra,
+            )
+        except APITimeoutError as exc:
+            raise TimeoutError("the judge did not answer in time") from exc
+        except APIStatusError as exc:
+            status = exc.status_code
+            if status == 408:
+                raise TimeoutError("the judge timed out the request (408)") from exc
+            if 400 <= status < 500 and status != 429:  # 429: overloaded, an outage like a 5xx
+                raise JudgeRefused(status, str(exc.message)[:200]) from exc
+            raise
         return response.choices[0].message.content or ""
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self._client.close()
-
-
-def injection_signals(trajectory: Trajectory) -> list[str]:
-    """Return the places where the miner's own text addresses the judge (assistant text, tool arguments)."""
-    found: list[str] = []
-    for index, m in enumerate(trajectory.messages):
-        if m.role != "assistant":
-            continue
-        texts = [("reasoning", m.reasoning_content or ""), ("content", m.content or "")]
-        texts += [(f"arguments of {c.id}", c.function.arguments) for c in m.tool_calls or ()]
-        for where, text in texts:
-            if any(p.search(line) for p in _INJECTION for line in text.splitlines() or [text]):
-                found.append(f"message {index} {where}")
-    return found
 
 
 def parse_verdict(text: str) -> tuple[int, dict[str, bool], bool, tuple[str, ...]]:
@@ -207,8 +200,13 @@ async def judge_reasoning(
     timeout_s: float = 60.0,
     backoff_s: float = 1.0,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    signals: Sequence[str] | None = None,
+    messages: Sequence[Mapping[str, str]] | None = None,
 ) -> ReasoningVerdict:
     """Judge a trajectory's reasoning; never raises for judge faults.
+
+    ``signals`` (``injection_signals``) and ``messages`` (``build_messages``) are computed here
+    unless given: a caller that computed them off the event loop passes them in.
 
     Returns:
         A verdict with a value from {0, .25, .5, .75, 1}; 0 with ``injection_flagged`` when
@@ -217,12 +215,13 @@ async def judge_reasoning(
         unavailable after ``retries`` retries.
     """
     model = completer.model if completer is not None else None
-    if injection_signals(trajectory):
+    if injection_signals(trajectory) if signals is None else signals:
         # Code found the miner's text addressing the judge: the lowest value, judge or not.
         return ReasoningVerdict(value=0.0, model=model, labels=("injection_attempt",), injection_flagged=True)
     if completer is None:
         return ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))
-    messages = build_messages(task, trajectory)
+    if messages is None:
+        messages = build_messages(task, trajectory)
     failure = JudgeUnavailable("error", "no attempt made")
     for attempt in range(retries + 1):
         if attempt:
@@ -230,6 +229,16 @@ async def judge_reasoning(
         try:
             reply = await asyncio.wait_for(completer.complete(messages), timeout=timeout_s)
             score, gates, injection, labels = parse_verdict(reply)
+        except JudgeRefused as exc:
+            # Our request is at fault; asking again gets the same answer. Not an outage: the
+            # episode keeps its place in the weights (reasoning neutral, as with no judge).
+            logger.error(
+                "judge_refused status=%d model=%s detail=%s", exc.status, completer.model, exc.detail
+            )
+            detail = f"the judge refused the request ({exc.status}): {exc.detail}"
+            return ReasoningVerdict(
+                value=None, model=completer.model, unscored=Unscored(cause="refused", detail=detail)
+            )
         except JudgeUnavailable as exc:
             failure = exc
         except TimeoutError:
@@ -293,6 +302,8 @@ async def check_reasoning(ctx: JudgingContext) -> Check:
         retries=config.judge_retries,
         timeout_s=config.judge_timeout_s,
         backoff_s=config.judge_backoff_s,
+        signals=ctx.injection_signals,
+        messages=ctx.judge_messages if ctx.completer is not None and not ctx.injection_signals else None,
     )
     return reasoning_check(verdict)
 

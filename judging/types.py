@@ -33,6 +33,8 @@ Reject = Literal[
     "unknown_product_id",
     "too_long",
     "no_final_action",
+    "too_many_turns",
+    "duplicate_work",  # set by the round, not the format check (``judging.duplicates``)
 ]
 REJECTS: tuple[Reject, ...] = get_args(Reject)
 
@@ -75,10 +77,12 @@ class Versions(Frozen):
     toolset: str | None = None
 
 
-# Why the reasoning check is unscored. Only the outages (the judge's own failures) keep a
-# judgment out of the weights; "disabled" (no judge configured) and "skipped" (the score was
-# already 0, or there was no trajectory) are decisions, not faults.
-UnscoredCause = Literal["disabled", "skipped", "timeout", "error", "unparseable"]
+# Why the reasoning check is unscored. Only the outages (the judge's own failures: timeouts,
+# transport errors and 5xx, replies outside the schema) keep a judgment out of the weights;
+# "disabled" (no judge configured) and "skipped" (the score was already 0, or there was no
+# trajectory) are decisions, and "refused" (the judge answered our request with a 4xx) is our
+# own fault: logged, alerted, and never a reason to drop a miner's episode from the weights.
+UnscoredCause = Literal["disabled", "skipped", "timeout", "error", "unparseable", "refused"]
 UNSCORED_CAUSES: tuple[UnscoredCause, ...] = get_args(UnscoredCause)
 OutageCause = Literal["timeout", "error", "unparseable"]
 OUTAGE_CAUSES: tuple[OutageCause, ...] = get_args(OutageCause)
@@ -223,6 +227,13 @@ class GroundingEvidence(Evidence):
         return tuple(sorted(self.fabricated))
 
 
+class DuplicateEvidence(Evidence):
+    """The duplicate check's evidence: the work's address and the episode that brought it first."""
+
+    work_hash: str
+    first_episode_id: str
+
+
 class ProcessEvidence(Evidence):
     """The process check's evidence: the weighted parts and the raw counts."""
 
@@ -282,6 +293,7 @@ EVIDENCE: dict[str, tuple[type[Evidence], ...]] = {
     "process": (ProcessEvidence,),
     "axis": (AxisEvidence,),
     "reasoning": (ReasoningEvidence,),
+    "duplicate": (DuplicateEvidence,),
 }
 E = TypeVar("E", bound=Evidence)
 # Per evidence type: (its required keys, all its keys); a stored dict is tried only where it fits.

@@ -54,6 +54,14 @@ JUDGE_DURATION = Histogram(
     "arena_judge_duration_seconds", "Time to judge one trajectory (rules and LLM).", buckets=_SLOW
 )
 JUDGE_UNSCORED = Counter("arena_judge_unscored_total", "Reasoning checks left unscored, by cause.", ["cause"])
+DUPLICATE_EPISODES = Counter(
+    "arena_duplicate_episodes_total",
+    "Episodes whose work (calls and answer on the task) another hotkey brought first this round (scored 0).",
+)
+JUDGE_REFUSALS = Counter(
+    "arena_judge_refusals_total",
+    "Reasoning judge requests refused with a 4xx (our fault to fix; the episodes stay in the weights).",
+)
 
 # ---------------------------------------------------------------- miners and weights
 MINER_SCORE = Gauge(

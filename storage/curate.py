@@ -6,7 +6,9 @@ every other trace passes as it is), 6 ranking, 7 dedup and caps, 8 split (with t
 enforced). The issue lists ranking
 after dedup; it runs before, because dedup collapses each group onto its best-ranked trace.
 
-Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces);
+Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces, fewer
+where their trajectories reach ``storage.traces.PAGE_CHARS``; the workspace is written at the
+same bound);
 stages 1-6 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
 ``Row`` (canonical record, dedup keys, rank). Stage 7 then walks the workspace one leak cluster
 at a time, best-ranked first, holding only that cluster's kept step sets and cap counters. So
@@ -56,7 +58,7 @@ from storage.gates import (
 from storage.records import JudgedTrace
 from storage.signature import jaccard, strategy, structural_score
 from storage.tasks import tasks_in_pool
-from storage.traces import iter_judged, judged_miners, recent_trajectories
+from storage.traces import PAGE_CHARS, iter_judged, judged_miners, recent_trajectories
 from storage.workspace import KEPT, Observed, Row, Workspace
 
 logger = logging.getLogger(__name__)
@@ -153,7 +155,7 @@ def _ingest(
     converter: Converter | None,
 ) -> tuple[int, int]:
     workspace, config, funnel = curation.workspace, curation.config, curation.funnel
-    read, last_seq, page = 0, 0, []
+    read, last_seq, page, page_chars = 0, 0, [], 0
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
         curation.tasks.setdefault(trace.task.task_id, trace.task)
@@ -173,10 +175,11 @@ def _ingest(
         row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey), converter)
         if row is not None:
             page.append(row)
-        if read % config.batch_size == 0:
+            page_chars += len(row.record)
+        if read % config.batch_size == 0 or page_chars >= PAGE_CHARS:
             workspace.add_traces(page)
             workspace.commit()
-            page = []
+            page, page_chars = [], 0
             if progress:
                 progress(read)
     workspace.add_traces(page)

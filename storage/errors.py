@@ -4,6 +4,7 @@ StorageError
 ├── SchemaError      the database has no schema version, an unknown (newer) one, or is behind head
 ├── ConflictError    a write reuses a key (episode id, task id, round id) with different content
 ├── MissingRecord    a write refers to a record that is not stored (task, round, episode)
+├── UnstorableContent  an episode holds text no encoding can store (a lone surrogate)
 └── CurationError    curation or export cannot go on
     ├── SplitLeakError   the task audit found a leak across the train / eval split
     └── RowError         an export row does not match its format (a bug in the export)
@@ -29,6 +30,15 @@ class ConflictError(StorageError):
 
 class MissingRecord(StorageError):
     """A write refers to a task, round or episode that is not stored."""
+
+
+class UnstorableContent(StorageError):
+    """An episode's trajectory or tool log holds text that cannot be encoded (a lone surrogate).
+
+    Its content hash cannot be computed, so nothing of it is written; the content came from the
+    miner, so the caller stores the episode as a miner fault instead (``storable_log`` keeps the
+    tool log).
+    """
 
 
 class CurationError(StorageError):

@@ -38,7 +38,8 @@ from storage.manifest import build_manifest
 from storage.rows import aside_row, dpo_pairs, dpo_row, grpo_row, kto_row, pair_provenance, sft_row
 from storage.workspace import RANK_ORDER, Row, Workspace
 
-PARQUET_CHUNK = 500
+PARQUET_CHUNK = 500  # rows per Parquet batch, or fewer where they reach PARQUET_CHUNK_CHARS
+PARQUET_CHUNK_CHARS = 4 * 2**20
 OWN_FILES = tuple(f"{name}.{ext}" for name in FORMATS for ext in ("jsonl", "parquet")) + (
     f"{AXIS_B}.jsonl",
     f"{UNSCORED}.jsonl",
@@ -60,6 +61,7 @@ class _Sink:
         parquet = self._path.with_suffix(".parquet")
         self._parquet = pq.ParquetWriter(parquet, FEATURES[fmt].arrow_schema) if fmt else None
         self._buffer: list[dict[str, Any]] = []
+        self._buffered = 0  # characters of the buffered rows
 
     def write(self, row: dict[str, Any], provenance: Any) -> None:
         if self.fmt:
@@ -73,13 +75,14 @@ class _Sink:
             self.origins[row["origin"]] += 1
         if self._parquet is not None:
             self._buffer.append(row)
-            if len(self._buffer) >= PARQUET_CHUNK:
+            self._buffered += len(line)
+            if len(self._buffer) >= PARQUET_CHUNK or self._buffered >= PARQUET_CHUNK_CHARS:
                 self._flush()
 
     def _flush(self) -> None:
         if self._parquet is not None and self._buffer and self.fmt:
             self._parquet.write_table(Dataset.from_list(self._buffer, features=FEATURES[self.fmt]).data.table)
-        self._buffer = []
+        self._buffer, self._buffered = [], 0
 
     def close(self) -> dict[str, dict[str, Any]]:
         """Finish both files; return their manifest entries."""

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from arena.types import Task, ToolLogEntry, Trajectory, content_hash
+from arena.types import Task, ToolLogEntry, Trajectory, content_hash, result_hash
 from judging.types import Judgment
 from storage.errors import StorageError
 from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
@@ -102,6 +102,35 @@ def row_to_trajectory(row: EpisodeRow) -> Trajectory | None:
     if row.trajectory is None:
         return None
     return _validate(Trajectory, row.trajectory, f"trajectory of episode {row.episode_id}")
+
+
+def storable_log(tool_log: Sequence[ToolLogEntry]) -> list[ToolLogEntry]:
+    """The tool log with every text that cannot be encoded (a lone surrogate) written as its escape.
+
+    For an episode stored as a miner fault after ``UnstorableContent``: the server's record of
+    its calls is kept, readable, each changed result with its hash recomputed. Entries that
+    encode already are returned as they are.
+    """
+    kept: list[ToolLogEntry] = []
+    for entry in tool_log:
+        arguments, result = _escaped(entry.arguments), _escaped(entry.result)
+        call_id, tool = _escaped(entry.call_id), _escaped(entry.tool)
+        if (arguments, result, call_id, tool) == (entry.arguments, entry.result, entry.call_id, entry.tool):
+            kept.append(entry)
+            continue
+        changes = {"arguments": arguments, "result": result, "call_id": call_id, "tool": tool}
+        kept.append(entry.model_copy(update={**changes, "result_hash": result_hash(result)}))
+    return kept
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_escaped(key): _escaped(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_escaped(item) for item in value]
+    return value
 
 
 def log_to_row(entry: ToolLogEntry) -> ToolLogRow:

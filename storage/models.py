@@ -2,8 +2,10 @@ r"""SQLAlchemy 2.0 ORM rows: one schema for SQLite and PostgreSQL (never used ou
 
 Structured documents (task, trajectory, checks, tool arguments, tool results) are ``JSON``
 columns: text on SQLite and PostgreSQL's ``json`` (not ``jsonb``), because ``jsonb`` rejects
-``\u0000`` and lone surrogates, which a miner's trajectory may contain and which we must
-still store verbatim. Times are timezone-aware UTC on the way out, whatever the backend.
+``\u0000``, which a miner's trajectory may contain and which we must still store verbatim.
+(Lone surrogates are not text at all: they are refused where text enters, see
+``arena.arguments`` and ``storage.errors.UnstorableContent``.) Times are timezone-aware UTC
+on the way out, whatever the backend.
 """
 
 from __future__ import annotations

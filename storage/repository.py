@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -19,8 +20,9 @@ from sqlalchemy.orm import Session
 
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.types import Judgment
+from storage.bounds import bounded_wire
 from storage.db import write_transaction
-from storage.errors import ConflictError, MissingRecord, StorageError
+from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
     close_round,
     get_round,
@@ -35,7 +37,14 @@ from storage.ledger import (
     score_history,
     weight_history,
 )
-from storage.mapping import episode_content_hash, episode_to_row, judgment_to_row, log_to_row, task_to_row
+from storage.mapping import (
+    episode_content_hash,
+    episode_to_row,
+    judgment_to_row,
+    log_to_row,
+    storable_log,
+    task_to_row,
+)
 from storage.models import EpisodeRow, JudgmentRow, RoundRow, TaskRow
 from storage.records import EpisodeRecord, JudgedTrace, ScoredEpisode
 from storage.tasks import get_task, get_tasks, mark_served, pool_counts, save_tasks, set_pool, tasks_in_pool
@@ -76,6 +85,7 @@ __all__ = [
     "score_history",
     "score_samples",
     "set_pool",
+    "storable_log",
     "tasks_in_pool",
     "weight_history",
 ]
@@ -96,7 +106,8 @@ def save_judged(
 
     Idempotent: a retried write of the same content changes nothing. The episode's task (and
     round, where it has one) must already be stored; pass ``task`` to store it in the same
-    transaction where it may not be.
+    transaction where it may not be. A trajectory over ``MAX_STORED_TRAJECTORY_CHARS`` is stored
+    truncated with markers (``storage.bounds``); the judgment, made on the whole, as it is.
 
     Args:
         session: a session from ``make_sessionmaker``.
@@ -112,12 +123,26 @@ def save_judged(
     Raises:
         ConflictError: the episode id is stored with a different trajectory, log or judgment.
         MissingRecord: the task or round is not stored.
+        UnstorableContent: the trajectory or the tool log holds text that cannot be encoded
+            (a lone surrogate); nothing is written. The content hash covers everything stored
+            (the judgment has its own, computed when it was made), so it is the one check.
         StorageError: inconsistent arguments (ids that disagree, naive times) or a database error;
             nothing of the episode is written.
     """
     _check_consistent(episode, trajectory, tool_log, judgment, task)
-    wire = trajectory.to_wire() if trajectory is not None else None  # encoded once: hashed and stored
-    episode_hash = episode_content_hash(episode, wire, tool_log)
+    wire: dict[str, Any] | None = None
+    if trajectory is not None:  # encoded once: bounded, hashed and stored
+        wire, truncated = bounded_wire(trajectory.to_wire())
+        if truncated:
+            logger.warning(
+                "trajectory_truncated episode=%s messages=%d", episode.episode_id, len(trajectory.messages)
+            )
+    try:
+        episode_hash = episode_content_hash(episode, wire, tool_log)
+    except UnicodeEncodeError as exc:
+        raise UnstorableContent(
+            f"episode {episode.episode_id} holds text that cannot be encoded ({exc.reason})"
+        ) from exc
     try:
         with write_transaction(session, what=f"episode {episode.episode_id}"):
             if _already_stored(session, episode.episode_id, episode_hash, judgment.content_hash):

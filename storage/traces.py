@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, select
+from sqlalchemy import ColumnElement, Text, and_, cast, func, select
 from sqlalchemy.orm import Session
 
 from arena.types import Task, ToolLogEntry, Trajectory
@@ -20,6 +20,8 @@ from storage.tasks import get_tasks
 
 # Keeps IN (...) lists well under SQLite's bound-parameter limit.
 IN_CHUNK = 500
+# Stored trajectory characters per page of a stream, whatever its batch size.
+PAGE_CHARS = 16 * 2**20
 
 
 def get_judged(session: Session, *, episode_id: str) -> JudgedTrace | None:
@@ -80,10 +82,14 @@ def _traces(
     tasks: dict[str, Task] = {}  # each task read (and validated) once per iteration, not once per page
     while limit is None or produced < limit:
         size = batch_size if limit is None else min(batch_size, limit - produced)
+        end = _page_end(session, conditions, after=last, size=size)
+        if end is None:
+            session.commit()
+            return
         rows = session.execute(
             select(EpisodeRow, JudgmentRow)
             .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
-            .where(EpisodeRow.seq > last, *conditions)
+            .where(EpisodeRow.seq > last, EpisodeRow.seq <= end, *conditions)
             .order_by(EpisodeRow.seq)
             .limit(size)
         ).all()
@@ -93,6 +99,33 @@ def _traces(
             return
         yield from page
         last, produced = page[-1].seq, produced + len(page)
+
+
+def _page_end(
+    session: Session, conditions: list[ColumnElement[bool]], *, after: int, size: int
+) -> int | None:
+    """The last ``seq`` of the next page: at most ``size`` episodes and ``PAGE_CHARS`` of trajectories.
+
+    Only the lengths are read here, so a page of large trajectories holds fewer of them: the
+    memory of a stream is bounded by stored size, not only by a count of rows. A single
+    trajectory over ``PAGE_CHARS`` makes a page of its own. None when nothing is left.
+    """
+    length = func.coalesce(func.length(cast(EpisodeRow.trajectory, Text)), 0)
+    rows = session.execute(
+        select(EpisodeRow.seq, length)
+        .join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
+        .where(EpisodeRow.seq > after, *conditions)
+        .order_by(EpisodeRow.seq)
+        .limit(size)
+    ).all()
+    if not rows:
+        return None
+    end, total = rows[0][0], 0
+    for seq, chars in rows:
+        if total and total + int(chars) > PAGE_CHARS:
+            break
+        end, total = seq, total + int(chars)
+    return int(end)
 
 
 def _page(

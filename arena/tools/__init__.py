@@ -113,13 +113,13 @@ def run_tool(name: str, arguments: Arguments, ctx: ToolContext) -> ToolResult:
 
 
 def canonical_arguments(name: str, arguments: Arguments, *, raw: str | None = None) -> dict[str, Any]:
-    """Return the canonical form of a call's arguments, as the tool log records them.
+    r"""Return the canonical form of a call's arguments, as the tool log records them.
 
     Valid arguments are normalised by the tool's model (trimmed, defaults resolved, ``None``
     dropped), so two calls that mean the same thing compare equal, and running the canonical
     form gives the same result. Invalid arguments are kept as decoded, or as ``{"_raw": text}``
-    when they are not a JSON object (``raw`` is that text where ``arguments`` was read already).
-    Never raises.
+    when they are not a JSON object (``raw`` is that text where ``arguments`` was read already;
+    always encodable, a lone surrogate in it kept as its ``\udXXX`` escape). Never raises.
     """
     # Every tool means the same in every set it belongs to, so the widest set decides.
     tool = find_tool(name, _WIDEST)
@@ -130,4 +130,5 @@ def canonical_arguments(name: str, arguments: Arguments, *, raw: str | None = No
     if isinstance(parsed, dict):
         return parsed
     text = arguments if isinstance(arguments, str) else raw or ""
-    return {"_raw": text[:MAX_ARGUMENT_CHARS]}
+    # Kept as text the log can store: a lone surrogate a caller put in it becomes its escape.
+    return {"_raw": text[:MAX_ARGUMENT_CHARS].encode("utf-8", "backslashreplace").decode("utf-8")}

@@ -414,7 +414,7 @@ def miners() -> Json:
 
 
 def judge() -> Json:
-    """Judgments by verdict and axis, judge latency, unscored checks by cause."""
+    """Judgments by verdict and axis, judge latency, unscored checks by cause, refusals."""
     return dashboard(
         "arena-judge",
         "Arena / Judge",
@@ -483,6 +483,13 @@ def judge() -> Json:
                 "Unscored by cause",
                 "Reasoning checks left unscored per second, by cause.",
                 [target(f"sum by (cause) (rate(arena_judge_unscored_total{{{V}}}[{RATE}]))", "{{cause}}")],
+                "ops",
+            ),
+            panel(
+                "timeseries",
+                "Judge refusals (4xx)",
+                "Judge requests refused with a 4xx per second: our request's fault (alert on any).",
+                [target(f"sum(rate(arena_judge_refusals_total{{{V}}}[{RATE}]))", "refused")],
                 "ops",
             ),
         ],

@@ -10,7 +10,7 @@ from typing import TypeVar
 from sqlalchemy.exc import OperationalError
 
 from neurons.errors import ChainUnavailable
-from storage.errors import ConflictError, MissingRecord, StorageError
+from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -19,9 +19,10 @@ T = TypeVar("T")
 def transient(exc: BaseException) -> bool:
     """Whether ``exc`` may go away on its own: the chain unreachable, the database busy or down.
 
-    A storage conflict or a missing record is a logic error (retrying gives the same answer).
+    A storage conflict, a missing record or unstorable content is a logic error or bad data
+    (retrying gives the same answer).
     """
-    if isinstance(exc, ConflictError | MissingRecord):
+    if isinstance(exc, ConflictError | MissingRecord | UnstorableContent):
         return False
     return isinstance(exc, ChainUnavailable | StorageError | OperationalError)
 

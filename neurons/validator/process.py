@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,7 @@ class Validator:
     completer: OpenAICompleter | None
     secret: bytes
     exporter: Exporter | None = None
+    judge_pool: ThreadPoolExecutor | None = None  # the judge's code runs here, off the event loop
     snapshot: MetagraphSnapshot | None = None
     last_round: RoundSummary | None = None
     last_weights: WeightsOutcome | None = None
@@ -143,6 +145,7 @@ class Validator:
             completer=self.completer,
             judge_config=JudgeConfig(
                 toolset=s.toolset,
+                max_turns=s.round.max_turns,
                 judge_retries=s.judge.retries,
                 judge_timeout_s=s.judge.timeout,
                 catalog_version=self.index.catalog_version,
@@ -153,6 +156,7 @@ class Validator:
             query_concurrency=s.client.max_concurrency,
             judge_concurrency=s.judge.concurrency,
             self_check=self.self_check,
+            judge_executor=self.judge_pool,
         )
 
     async def self_check(self) -> SelfCheck:
@@ -290,6 +294,8 @@ class Validator:
         if self.completer is not None:
             await self.completer.aclose()
         await self.chain.close()
+        if self.judge_pool is not None:
+            self.judge_pool.shutdown(wait=True, cancel_futures=True)
         self.index.close()
         self.engine.dispose()
 
@@ -341,6 +347,7 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         completer=completer,
         secret=secret,
         exporter=exporter,
+        judge_pool=ThreadPoolExecutor(max_workers=settings.judge.workers, thread_name_prefix="arena-judge"),
     )
 
 

@@ -22,74 +22,40 @@ import asyncio
 import hashlib
 import hmac
 import logging
-import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
+from datetime import UTC, datetime
+from typing import Any, Literal
 
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
-from arena.episode import Budgets, EpisodeRegistry
-from arena.errors import EpisodeError
 from arena.rotation import round_key
-from arena.tools import tool_schemas
-from arena.types import Task
-from judging.judge import JudgeConfig, judge, judge_unanswered
-from judging.outcome import ProductLookup
-from judging.reasoning import Completer
 from judging.types import Judgment
 from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
-from neurons.errors import DeadlinePassed
-from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
-from neurons.validator.backoff import retry
-from neurons.validator.miner_client import MinerReply
-from neurons.validator.selfcheck import SelfCheck
+from neurons.validator.episodes import Episodes, Held, Querier, RoundDeps, refusal_quorum, verdict
 from neurons.validator.settings import RoundConfig
 from neurons.validator.taskpool import burn, open_and_burn
 from storage import repository
 from storage.db import in_session
-from storage.records import EpisodeRecord, RoundRecord
+from storage.records import RoundRecord
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "Querier",
+    "RoundDeps",
+    "RoundSummary",
+    "next_round_id",
+    "pick_miners",
+    "recover_round",
+    "refusal_quorum",
+    "run_round",
+    "verdict",
+]
+
 RoundResult = Literal["ok", "partial", "stopped", "refused", "no_miners", "no_tasks"]
 """``stopped``: miners refused us in our own name mid-round; ``refused``: our self-check failed first."""
-
-
-class Querier(Protocol):
-    """What a round needs of ``neurons.validator.miner_client.MinerClient``."""
-
-    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
-        """Send one signed task; miner faults come back as data, our overload as ``DeadlinePassed``."""
-        ...
-
-
-@dataclass
-class RoundDeps:
-    """The components a round uses (built once per process by ``neurons.validator.process``).
-
-    What a round does is its ``RoundConfig`` (``ARENA_ROUND__*``); these scalars come from the
-    other settings: the tool server's URL, and the concurrency bounds of the client
-    (``ARENA_CLIENT__MAX_CONCURRENCY``) and of the judge (``ARENA_JUDGE__CONCURRENCY``). The tool
-    set offered is the one judged, ``judge_config.toolset``.
-    """
-
-    sessions: sessionmaker[Session]
-    registry: EpisodeRegistry
-    client: Querier
-    products: ProductLookup
-    completer: Completer | None
-    judge_config: JudgeConfig
-    draw_secret: bytes  # keys the task draw and the miner sample of each round
-    validator_hotkey: str
-    tool_server_url: str  # sent in every task: where the miner's agent calls the tools
-    query_concurrency: int  # episodes in flight at once (each holds a connection)
-    judge_concurrency: int  # LLM judge calls at once
-    # Run when a miner refuses us in our own name (see the module docstring); None: quorum only.
-    self_check: Callable[[], Awaitable[SelfCheck]] | None = None
 
 
 @dataclass
@@ -207,13 +173,13 @@ async def run_round(
     logger.info(
         "round_start round=%d miners=%d tasks=%d block=%d", round_id, len(miners), len(tasks), snapshot.block
     )
-    episodes = _Episodes(deps, config, round_id, miners=len(miners))
+    episodes = Episodes(deps, config, round_id, miners=len(miners))
     outcomes = await asyncio.gather(
         *(episodes.run(miner, task) for task in tasks for miner in miners), return_exceptions=True
     )
-    held = [outcome for outcome in outcomes if isinstance(outcome, _Held)]
+    held = [outcome for outcome in outcomes if isinstance(outcome, Held)]
     for outcome in outcomes:
-        if not isinstance(outcome, _Held):
+        if not isinstance(outcome, Held):
             _tally(summary, outcome)
     if episodes.stopped is not None:
         _unscore(summary, held, round_id, episodes.stopped)
@@ -250,7 +216,7 @@ async def run_round(
     return summary
 
 
-def _unscore(summary: RoundSummary, held: list[_Held], round_id: int, why: str) -> None:
+def _unscore(summary: RoundSummary, held: list[Held], round_id: int, why: str) -> None:
     summary.unscored = len(held)
     for h in held:
         reason = h.reply.refusal or "unknown"
@@ -274,207 +240,3 @@ def _tally(summary: RoundSummary, outcome: Judgment | None | BaseException) -> N
         summary.stored += 1
         summary.successes += int(outcome.success)
         summary.ends[outcome.end] = summary.ends.get(outcome.end, 0) + 1
-
-
-def verdict(judgment: Judgment) -> str:
-    """The ``arena_judgments_total`` verdict: success, failure, rejected (zeroed) or unanswered."""
-    if judgment.end != "completed":
-        return "unanswered"
-    if judgment.success:
-        return "success"
-    zeroed = judgment.rejects or judgment.fabricated_call_ids or judgment.hallucinated_product_ids
-    return "rejected" if zeroed else "failure"
-
-
-@dataclass(frozen=True)
-class _Held:
-    """A reply refusing us in our own name, held until the round decides whose fault it is."""
-
-    miner: Neuron
-    task: Task
-    reply: MinerReply
-    episode_id: str
-    started: datetime
-    finished: datetime
-    log: Sequence[Any]
-
-
-def refusal_quorum(miners: int) -> int:
-    """How many distinct miners refusing us in our own name make it our fault: half, at least two."""
-    return min(miners, max(2, math.ceil(miners / 2)))
-
-
-class _Episodes:
-    """Runs one round's episodes: query under a concurrency bound, then judge and store each reply."""
-
-    def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int, *, miners: int) -> None:
-        self.deps, self.config, self.round_id = deps, config, round_id
-        self.query_slots = asyncio.Semaphore(deps.query_concurrency)
-        self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
-        self.tools = tuple(tool_schemas(deps.judge_config.toolset))
-        self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
-        self.quorum = refusal_quorum(miners)
-        self.claimants: set[str] = set()
-        self.stopped: str | None = None  # why the round stopped sending (our fault), once it has
-        self._check: SelfCheck | None = None
-        self._check_lock = asyncio.Lock()
-
-    async def _claimed(self, miner: Neuron, reply: MinerReply) -> None:
-        """A miner refused us in our own name: stop the round when that is corroborated."""
-        metrics.VALIDATOR_REFUSALS.labels(reply.refusal or "unknown").inc()
-        logger.warning("miner_refused_us round=%d uid=%d reason=%s", self.round_id, miner.uid, reply.refusal)
-        self.claimants.add(miner.hotkey)
-        if self.stopped is not None:
-            return
-        if len(self.claimants) >= self.quorum:
-            self.stopped = f"{len(self.claimants)} miners refused our requests ({reply.refusal})"
-            return
-        if self.deps.self_check is None:
-            return
-        async with self._check_lock:  # once per round: a claim costs the claimant nothing
-            if self._check is None:
-                self._check = await self.deps.self_check()
-        if not self._check.ok and self.stopped is None:
-            self.stopped = f"self-check failed: {self._check.cause} ({self._check.detail})"
-
-    async def run(self, miner: Neuron, task: Task) -> Judgment | _Held | None:
-        """One (miner, task) episode; None when it was never sent (our overload, or a stopped round)."""
-        # The episode opens (and its deadline starts) only once a slot is free, so queueing
-        # behind other episodes never eats into a miner's time.
-        async with self.query_slots:
-            if self.stopped is not None:
-                metrics.EPISODES.labels("not_sent").inc()
-                return None
-            started = datetime.now(UTC)
-            try:
-                episode_id, token = self.deps.registry.open_episode(task.task_id, miner.hotkey, self.budgets)
-            except EpisodeError:
-                logger.warning(
-                    "episode_not_opened round=%d uid=%d reason=registry_full", self.round_id, miner.uid
-                )
-                metrics.EPISODES.labels("not_sent").inc()
-                return None
-            try:
-                reply = await self.deps.client.query(miner, self._request(task, episode_id, token, started))
-            except DeadlinePassed:
-                logger.warning("episode_not_sent round=%d uid=%d reason=overload", self.round_id, miner.uid)
-                metrics.EPISODES.labels("not_sent").inc()
-                return None
-            finally:
-                self.deps.registry.close_episode(episode_id)
-        finished = datetime.now(UTC)
-        log = self.deps.registry.log(episode_id)
-        if reply.cause == "refused_us":
-            await self._claimed(miner, reply)
-            return _Held(miner, task, reply, episode_id, started, finished, log)
-        return await self._finish(miner, task, reply, episode_id, started, finished, log)
-
-    async def settle(self, held: _Held) -> Judgment:
-        """Judge and store a held reply as the claimant's own fault (the round was not stopped)."""
-        h = held
-        return await self._finish(h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log)
-
-    async def _finish(
-        self,
-        miner: Neuron,
-        task: Task,
-        reply: MinerReply,
-        episode_id: str,
-        started: datetime,
-        finished: datetime,
-        log: Sequence[Any],
-    ) -> Judgment:
-        metrics.EPISODES.labels(reply.end).inc()
-        judgment = await self._judge(task, reply, episode_id, log)
-        record = EpisodeRecord(
-            episode_id=episode_id,
-            round_id=self.round_id,
-            task_id=task.task_id,
-            miner_hotkey=miner.hotkey,
-            miner_uid=miner.uid,
-            validator_hotkey=self.deps.validator_hotkey,
-            started_at=started,
-            finished_at=finished,
-            end=reply.end,
-        )
-        await self._store(record, reply, log, judgment, task)
-        logger.debug(
-            "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
-            self.round_id,
-            miner.uid,
-            task.task_id,
-            reply.end,
-            judgment.score,
-        )
-        return judgment
-
-    def _request(self, task: Task, episode_id: str, token: str, started: datetime) -> TaskRequest:
-        return TaskRequest(
-            protocol_version=PROTOCOL_VERSION,
-            episode_id=episode_id,
-            task_id=task.task_id,
-            query=task.query,
-            tool_server_url=self.deps.tool_server_url,
-            episode_token=token,
-            tools=self.tools,
-            toolset=self.deps.judge_config.toolset,
-            deadline=started + timedelta(seconds=self.config.episode_seconds),
-            budgets=TaskBudgets(
-                max_tool_calls=self.config.max_tool_calls,
-                max_seconds=self.config.episode_seconds,
-                max_response_bytes=self.config.max_response_bytes,
-            ),
-        )
-
-    async def _judge(self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[Any]) -> Judgment:
-        deps = self.deps
-        started = time.monotonic()
-        if reply.trajectory is None:
-            judgment = judge_unanswered(
-                task,
-                episode_id=episode_id,
-                miner_hotkey=reply.hotkey,
-                end=reply.end,
-                config=deps.judge_config,
-            )
-        else:
-            async with self.judge_slots:
-                judgment = await judge(
-                    task,
-                    reply.trajectory,
-                    log=log,
-                    products=deps.products,
-                    completer=deps.completer,
-                    config=deps.judge_config,
-                )
-        metrics.JUDGE_DURATION.observe(time.monotonic() - started)
-        metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
-        if judgment.reasoning_outage and judgment.reasoning.unscored is not None:
-            metrics.JUDGE_UNSCORED.labels(judgment.reasoning.unscored.cause).inc()
-        return judgment
-
-    async def _store(
-        self, record: EpisodeRecord, reply: MinerReply, log: Sequence[Any], judgment: Judgment, task: Task
-    ) -> None:
-        def write() -> bool:
-            with self.deps.sessions() as session:
-                return repository.save_judged(
-                    session,
-                    episode=record,
-                    trajectory=reply.trajectory,
-                    tool_log=log,
-                    judgment=judgment,
-                    task=task,
-                )
-
-        async def attempt() -> bool:
-            started = time.monotonic()
-            try:
-                return await asyncio.to_thread(write)
-            except Exception:
-                metrics.DB_ERRORS.labels("save_judged").inc()
-                raise
-            finally:
-                metrics.DB_WRITE_DURATION.labels("save_judged").observe(time.monotonic() - started)
-
-        await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)

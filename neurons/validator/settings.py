@@ -23,6 +23,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
+from judging.config import DEFAULT_MAX_TURNS
 from judging.scores import ScorePolicy
 from neurons.settings import NeuronSettings, Section, _placeholder
 
@@ -41,6 +42,21 @@ class RoundConfig(Section):
     max_response_bytes: int = Field(
         default=4 * 1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="Largest miner answer read."
     )
+    max_turns: int = Field(
+        default=DEFAULT_MAX_TURNS,
+        ge=8,
+        le=10_000,
+        description="Messages a returned trajectory may hold; more is the too_many_turns reject.",
+    )
+
+    @model_validator(mode="after")
+    def _turns_fit_the_tool_budget(self) -> RoundConfig:
+        # Each tool call takes an assistant and a tool message; system, user and a final answer
+        # come on top. A cap below that would reject honest episodes that used their budget.
+        needed = 2 * self.max_tool_calls + 4
+        if self.max_turns < needed:
+            raise ValueError(f"max_turns must be at least 2 * max_tool_calls + 4 = {needed}")
+        return self
 
 
 class ClientLimits(Section):
@@ -95,6 +111,12 @@ class JudgeSettings(Section):
     timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per call before a retry.")
     retries: int = Field(default=2, ge=0, le=10, description="Retries with backoff, then unscored.")
     concurrency: int = Field(default=8, ge=1, le=1024, description="Judge calls in flight at once.")
+    workers: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Threads running the judge's code (checks, scans), off the event loop.",
+    )
     response_format: Literal["none", "json_object", "json_schema"] = Field(
         default="none", description="Constrained decoding asked of the endpoint (json_schema: vLLM, OpenAI)."
     )

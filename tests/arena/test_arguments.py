@@ -73,3 +73,25 @@ def test_loads_finite_refuses_non_finite_literals() -> None:
         with pytest.raises(ValueError, match="not allowed"):
             loads_finite(text)
     assert json.loads("NaN") != json.loads("NaN")  # what the stdlib decoder would have let through
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"q": "\\ud800"}',  # a lone high surrogate
+        '{"product_ids": "\\udfff"}',  # a lone low surrogate
+        '{"\\ud800": "shoes"}',  # in a key
+        '{"q": "tent", "sku": ["red", {"size": "a\\udc00b"}]}',  # nested
+        '{"q": "\\udc00\\ud800"}',  # a pair in the wrong order is two lone surrogates
+        '{"q": "shoes \ud800"}',  # the text itself carries one (a caller in Python)
+    ],
+)
+def test_text_that_cannot_be_encoded_is_refused_as_arguments(text: str) -> None:
+    parsed = parse_arguments(text)
+    assert isinstance(parsed, ArgumentError) and parsed.cause == "not_text"
+    assert "surrogate" in parsed.detail
+    parsed.detail.encode("utf-8")  # the reason itself is always encodable
+
+
+def test_a_surrogate_pair_is_one_character_and_welcome() -> None:
+    assert parse_arguments('{"q": "tent \\ud83c\\udfd5"}') == {"q": "tent \U0001f3d5"}

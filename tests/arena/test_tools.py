@@ -554,3 +554,11 @@ def test_canonical_arguments_run_the_same(ctx: ToolContext) -> None:
     assert run_tool("find_product", canonical_arguments("find_product", raw), ctx) == run_tool(
         "find_product", raw, ctx
     )
+
+
+def test_the_log_keeps_refused_arguments_as_encodable_text() -> None:
+    from arena.tools import canonical_arguments
+
+    kept = canonical_arguments("find_product", '{"q": "shoes \ud800"}')
+    assert kept == {"_raw": '{"q": "shoes \\ud800"}'}
+    json.dumps(kept, ensure_ascii=False).encode("utf-8")

@@ -404,3 +404,27 @@ async def test_a_client_gone_mid_body_is_one_info_line_without_a_traceback(
     gone = [r for r in caplog.records if "client_disconnected" in r.getMessage()]
     assert len(gone) == 1 and gone[0].levelname == "INFO"
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= 40]
+
+
+async def test_unencodable_arguments_are_an_error_result_and_the_log_stays_readable(
+    client: httpx.AsyncClient,
+) -> None:
+    episode_id, token = await practice_token(client)
+    headers = {**bearer(token), "Content-Type": "application/json"}
+    for name, raw in [
+        ("view_product_information", b'{"product_ids":"\\udfff"}'),
+        ("find_product", b'{"q":"\\ud800"}'),
+        ("recommend_product", b'{"product_ids":["4001","\\ud800"]}'),
+    ]:
+        response = await client.post(f"/v1/tools/{name}", content=raw, headers=headers)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["error"] is True
+        assert "surrogate" in json.loads(body["content"])["error"]
+    log = await client.get(f"/v1/episodes/{episode_id}/log", headers=bearer(token))
+    assert log.status_code == 200, log.text
+    entries = log.json()["entries"]
+    assert [e["status"] for e in entries] == ["error", "error", "error"]
+    # What the log keeps of refused arguments is their text, escapes and all: encodable.
+    assert entries[0]["arguments"] == {"_raw": '{"product_ids":"\\udfff"}'}
+    json.dumps(entries, ensure_ascii=False).encode("utf-8")

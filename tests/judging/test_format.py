@@ -139,3 +139,17 @@ def test_empty_arguments_read_the_same_to_the_tool_server_and_the_format_check(
     ep.step("bye", ("terminate", {}), raw_arguments={0: ""})
     check = check_format(context(ep.trajectory()))
     assert check.value == 1.0 and check.evidence.bad_steps == ()  # type: ignore[union-attr]
+
+
+def test_a_trajectory_over_the_turn_cap_is_rejected() -> None:
+    traj = good_shop_episode().trajectory()
+    turns = len(traj.messages)
+    at_cap = check_format(context(traj, config=JudgeConfig(max_turns=turns)))
+    assert "too_many_turns" not in Checked(at_cap).rejects
+    over = Checked(check_format(context(traj, config=JudgeConfig(max_turns=turns - 1))))
+    assert over.rejects == ("too_many_turns",) and over.check.value == 0.0
+    assert f"{turns} messages" in over.check.explanation
+
+
+def test_the_default_turn_cap_is_tau2s_200_steps() -> None:
+    assert JudgeConfig().max_turns == 200

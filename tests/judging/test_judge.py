@@ -1,16 +1,21 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.types import Message, Task, ToolLogEntry, Trajectory, result_hash
+from judging.injection import injection_signals
 from judging.judge import JudgeConfig, final_score, judge, judge_rules, judge_unanswered, judgment_summary
 from judging.reasoning import Completer
+from judging.reasoning_prompt import build_messages
 from judging.types import CHECK_NAMES, Judgment, Unscored
 from tests.judging.factory import (
     T0,
@@ -301,3 +306,46 @@ async def test_judge_rules_is_judge_without_a_completer() -> None:
         ruled = judge_rules(task, traj, log=ep.log, products=lookup, config=CONFIG)
         assert ruled == judged and ruled.content_hash == judged.content_hash
         assert ruled.reasoning.unscored == Unscored(cause="disabled")
+
+
+class Threads:
+    """Where a judged episode's work ran: the rule checks, the injection scan, the prompt render."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, set[int]] = {}
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            self.seen.setdefault(name, set()).add(threading.get_ident())
+            return fn(*args, **kwargs)
+
+        return recorded
+
+
+async def test_with_an_executor_the_cpu_work_of_judging_runs_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import judging.context
+    import judging.judge
+
+    threads = Threads()
+    names = {f.__name__ for f in judging.judge.RULE_CHECKS}
+    checks = tuple(threads.wrap(f.__name__, f) for f in judging.judge.RULE_CHECKS)
+    monkeypatch.setattr(judging.judge, "RULE_CHECKS", checks)
+    monkeypatch.setattr(judging.context, "injection_signals", threads.wrap("injection", injection_signals))
+    monkeypatch.setattr(judging.context, "build_messages", threads.wrap("prompt", build_messages))
+    ep = good_shop_episode()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        j = await judge(
+            shop_task(),
+            ep.trajectory(),
+            log=ep.log,
+            products=lookup,
+            completer=Gullible(),
+            config=CONFIG,
+            executor=pool,
+        )
+    assert j.score > 0 and j.reasoning.value is not None  # the judge was asked, on the loop
+    loop = threading.get_ident()
+    assert set(threads.seen) == {*names, "injection", "prompt"}
+    assert all(loop not in idents for idents in threads.seen.values()), threads.seen

@@ -438,7 +438,8 @@ def test_near_duplicates_clustered_apart_land_on_one_side(session: Session, tmp_
     a = worded(
         1,
         train_cluster,
-        "Search for puma jogging shoes. I want to pay cash on delivery and its sole material should be rubber.",
+        "Search for puma jogging shoes. I want to pay cash on delivery"
+        " and its sole material should be rubber.",
     )
     b = worded(2, eval_cluster, "Find adidas jogging shoes with rubber sole material.")
     similarity = jaccard(shingles(a.query), shingles(b.query))

@@ -12,9 +12,10 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 import storage.repository as repository
-from arena.types import Message, Task
+from arena.types import Message, Task, result_hash
 from judging.types import Judgment
-from storage.errors import ConflictError, MissingRecord, StorageError
+from storage.bounds import MAX_STORED_TRAJECTORY_CHARS
+from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
 from storage.records import EpisodeRecord
 from storage.repository import (
@@ -190,6 +191,26 @@ def test_hostile_text_is_stored_verbatim(session: Session, task: Task) -> None:
     assert stored.tool_log[0].arguments == {"q": hostile}
 
 
+def test_text_that_cannot_be_encoded_is_refused_whole_and_its_log_made_storable(
+    session: Session, task: Task
+) -> None:
+    trace = make_trace(15, task=task, round_id=7)
+    entry = trace.tool_log[0]
+    lone = entry.model_copy(update={"arguments": {"q": "tent \ud800"}, "result": '{"q": "\udfff"}'})
+    log = (lone, *trace.tool_log[1:])
+    with pytest.raises(UnstorableContent, match="cannot be encoded"):
+        save(session, Trace(trace.episode, trace.trajectory, log, trace.judgment))
+    assert counts(session) == (0, 0, 0)
+
+    kept = repository.storable_log(log)
+    assert kept[1:] == list(trace.tool_log[1:])  # what encodes is kept as it is
+    assert kept[0].arguments == {"q": "tent \\ud800"} and kept[0].result == '{"q": "\\udfff"}'
+    assert kept[0].result_hash == result_hash(kept[0].result)
+    assert save(session, Trace(trace.episode, None, kept, trace.judgment))
+    stored = get_judged(session, episode_id=trace.episode.episode_id)
+    assert stored is not None and stored.tool_log[0].arguments == {"q": "tent \\ud800"}
+
+
 def test_times_come_back_as_the_same_instants_in_utc(session: Session, task: Task) -> None:
     trace = make_trace(14, task=task, round_id=7)
     plus2 = timezone(timedelta(hours=2))
@@ -290,3 +311,37 @@ def test_rows_carry_the_columns_curation_filters_on(session: Session, task: Task
     assert row.scorer == "scorer-1" and row.axis == trace.judgment.axis
     task_row = session.get(TaskRow, task.task_id)
     assert task_row is not None and task_row.leak_cluster == task.leak_cluster
+
+
+def stored_chars(session: Session, episode_id: str) -> int:
+    row = session.scalars(select(EpisodeRow).where(EpisodeRow.episode_id == episode_id)).one()
+    session.rollback()
+    return len(json.dumps(row.trajectory, ensure_ascii=False))
+
+
+def test_an_over_long_trajectory_is_stored_truncated_with_a_marker(session: Session, task: Task) -> None:
+    trace = make_trace(21, task=task, round_id=7)
+    assert trace.trajectory is not None
+    head, tail = trace.trajectory.messages[:2], trace.trajectory.messages[2:]
+    filler = [Message(role="assistant", content=f"thinking {i} " + "z" * 300) for i in range(4000)]
+    huge = Message(role="assistant", reasoning_content="r" * 1_000_000)
+    trajectory = trace.trajectory.model_copy(update={"messages": (*head, huge, *filler, *tail)})
+    long = Trace(trace.episode, trajectory, trace.tool_log, trace.judgment)
+    assert save(session, long) is True
+    assert save(session, long) is False  # a retried write of the same episode is still recognised
+    assert stored_chars(session, trace.episode.episode_id) <= MAX_STORED_TRAJECTORY_CHARS
+    stored = get_judged(session, episode_id=trace.episode.episode_id)
+    assert stored is not None and stored.trajectory is not None
+    messages = stored.trajectory.messages
+    assert messages[:2] == head and messages[-len(tail) :] == tail  # both ends kept
+    assert "chars cut" in (messages[2].reasoning_content or "")
+    (marker,) = [m for m in messages[2:] if m.role == "system"]
+    assert "messages cut" in (marker.content or "") and "judged whole" in (marker.content or "")
+    assert stored.judgment == trace.judgment  # the verdict was made on the whole trajectory
+
+
+def test_a_trajectory_within_the_bound_is_stored_whole(session: Session, task: Task) -> None:
+    trace = make_trace(22, task=task, round_id=7)
+    save(session, trace)
+    stored = get_judged(session, episode_id=trace.episode.episode_id)
+    assert stored is not None and stored.trajectory == trace.trajectory

@@ -1,13 +1,15 @@
-"""score_samples leaves judge-outage judgments out of the window when asked (both backends)."""
+"""Reading judged traces: outage judgments leave the score window; streams page by size (both backends)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from sqlalchemy.orm import Session
 
 from judging.types import Judgment, ReasoningVerdict, Unscored
-from storage.repository import save_judged, save_tasks, score_samples
+from storage.repository import iter_judged, save_judged, save_tasks, score_samples
 from tests.storage.factories import Trace, hotkey, make_task, make_trace
 
 
@@ -45,3 +47,35 @@ def test_outage_judgments_leave_the_window_and_older_ones_fill_it(session: Sessi
     kept = score_samples(session, window=3, exclude_reasoning_outages=True)
     assert [s.score for s in kept] == [t.judgment.score for t in traces[:3]]
     assert {s.hotkey for s in kept} == {hotkey(0)}
+
+
+def test_a_stream_pages_by_stored_size_as_well_as_by_count(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import storage.traces
+
+    task = make_task(2)
+    save_tasks(session, tasks=[task])
+    traces = [make_trace(100 + i, task=task) for i in range(5)]
+    for trace in traces:
+        save_judged(
+            session,
+            episode=trace.episode,
+            trajectory=trace.trajectory,
+            tool_log=trace.tool_log,
+            judgment=trace.judgment,
+        )
+    one = max(len(json.dumps(t.trajectory.to_wire(), ensure_ascii=False)) for t in traces if t.trajectory)
+    monkeypatch.setattr(storage.traces, "PAGE_CHARS", 2 * one + 1)  # two trajectories per page
+    pages: list[int] = []
+    real = storage.traces._page
+
+    def counted(*args: Any) -> Any:
+        page = real(*args)
+        pages.append(len(page))
+        return page
+
+    monkeypatch.setattr(storage.traces, "_page", counted)
+    streamed = [t.episode.episode_id for t in iter_judged(session, batch_size=500)]
+    assert streamed == [t.episode.episode_id for t in traces]  # all of them, in order
+    assert pages == [2, 2, 1]

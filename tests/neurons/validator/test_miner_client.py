@@ -332,6 +332,30 @@ async def test_a_signed_answer_repeating_a_key_is_malformed(validator: Wallet, m
     assert reply.end == "malformed" and "repeats the key 'stop'" in reply.detail
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"\\ud800",  # a lone surrogate escape: JSON, but not text
+        b"a\\udfffb",
+        b"\\udc00\\ud800",  # a pair in the wrong order
+        b"\xed\xa0\x80",  # a surrogate encoded in the bytes themselves (CESU-8): not UTF-8
+    ],
+)
+async def test_a_trajectory_with_text_that_cannot_be_encoded_is_malformed(
+    validator: Wallet, miner: Wallet, text: bytes
+) -> None:
+    def handle(sent: httpx.Request) -> httpx.Response:
+        request = TaskRequest.model_validate_json(sent.content)
+        body = answer_body(request, hotkey_of(miner)).replace(b'"content":"p1"', b'"content":"' + text + b'"')
+        assert text in body
+        return httpx.Response(200, content=body, headers=signed(miner, sent, body))
+
+    async with client_for(validator, handle) as client:
+        reply = await client.query(neuron_of(miner), task_request())
+    assert (reply.end, reply.cause, reply.trajectory) == ("malformed", "malformed", None), reply.detail
+    reply.detail.encode("utf-8")
+
+
 # ---------------------------------------------------------------------------- transport faults
 
 

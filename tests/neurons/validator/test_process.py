@@ -252,3 +252,25 @@ async def test_a_registered_permitted_validator_passes_its_self_check(
     finally:
         await validator.aclose()
     assert check.ok and validator.health()["self_check"]["ok"] is True
+
+
+async def test_the_judge_takes_its_turn_cap_from_the_round_section(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path, round={"max_turns": 150}))
+    try:
+        assert validator.round_deps().judge_config.max_turns == 150
+    finally:
+        await validator.aclose()
+
+
+async def test_the_judges_code_runs_in_a_bounded_pool_of_its_own(
+    net: LocalNet, tmp_path: Path, fixture_catalog_path: Path
+) -> None:
+    validator = open_validator(local_settings(net, tmp_path, fixture_catalog_path, judge={"workers": 3}))
+    try:
+        pool = validator.round_deps().judge_executor
+        assert pool is validator.judge_pool and pool is not None and pool._max_workers == 3
+    finally:
+        await validator.aclose()
+    assert validator.judge_pool is not None and validator.judge_pool._shutdown

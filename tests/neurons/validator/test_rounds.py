@@ -12,6 +12,8 @@ from prometheus_client import REGISTRY
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.index import SearchIndex
+from arena.types import Message, Trajectory
+from judging.errors import JudgeRefused
 from judging.judge import JudgeConfig
 from judging.scores import ScorePolicy
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
@@ -204,6 +206,44 @@ async def test_one_claim_that_our_self_check_confirms_stops_the_round(
     assert {t.episode.miner_hotkey for t in all_traces(sessions)} <= {net.hotkey("miner1")}
 
 
+class UnencodableMiner:
+    """A client whose every miner answers a trajectory holding a lone surrogate (made in Python,
+    past the JSON decoder that refuses them on the wire): text no hash or database can encode."""
+
+    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
+        trajectory = Trajectory(
+            task_id=request.task_id,
+            episode_id=request.episode_id,
+            miner_hotkey=neuron.hotkey,
+            messages=(
+                Message(role="user", content=request.query),
+                Message(role="assistant", content="best pick \ud800"),
+            ),
+        )
+        return MinerReply(
+            hotkey=neuron.hotkey, uid=neuron.uid, end="completed", trajectory=trajectory, latency=0.1
+        )
+
+
+async def test_an_episode_that_cannot_be_stored_is_stored_as_a_miner_fault_scoring_0(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    async with running_rig(
+        net, synth_index, sessions, agents={"miner1": scripted_agent}, client=UnencodableMiner()
+    ) as rig:
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    assert (summary.result, summary.stored, summary.failed) == ("ok", 2, 0)
+    assert summary.ends == {"malformed": 2}
+    traces = all_traces(sessions)
+    assert len(traces) == 2
+    for trace in traces:
+        assert trace.episode.end == "malformed" and trace.trajectory is None
+        assert trace.judgment.score == 0 and trace.judgment.end == "malformed"
+        assert "cannot be stored" in trace.judgment.checks[0].explanation
+    with sessions() as session:
+        assert [s.score for s in score_samples(session, window=64)] == [0.0, 0.0]
+
+
 class DownJudge:
     """An LLM judge endpoint that is down."""
 
@@ -239,6 +279,40 @@ async def test_a_judge_outage_is_stored_unscored_and_never_moves_weights(
         plan = plan_weights(session, snapshot, ScorePolicy())
     # Nothing scored: the weights are what they were with no episode at all (all to the owner).
     assert plan is not None and (plan.uids, plan.weights) == ((snapshot.owner_uid,), (1.0,))
+
+
+class RefusingJudge:
+    """An LLM judge endpoint that refuses every request with a 4xx (our request is at fault)."""
+
+    model = "judge-refuses"
+
+    async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        raise JudgeRefused(400, "prompt over the model's context")
+
+
+async def test_a_judge_refusal_is_counted_and_never_leaves_the_weights_window(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    config = JudgeConfig(catalog_version=synth_index.catalog_version, judge_retries=2, judge_zeroed=True)
+    before = REGISTRY.get_sample_value("arena_judge_refusals_total") or 0.0
+    async with running_rig(
+        net,
+        synth_index,
+        sessions,
+        agents={"miner1": scripted_agent},
+        completer=RefusingJudge(),
+        judge_config=config,
+    ) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    traces = all_traces(sessions)
+    assert len(traces) == 2
+    for trace in traces:
+        unscored = trace.judgment.reasoning.unscored
+        assert unscored is not None and unscored.cause == "refused" and not trace.judgment.reasoning_outage
+    assert (REGISTRY.get_sample_value("arena_judge_refusals_total") or 0.0) == before + 2
+    with sessions() as session:
+        kept = score_samples(session, window=64, exclude_reasoning_outages=True)
+    assert sorted(s.score for s in kept) == sorted(t.judgment.score for t in traces)
 
 
 def test_recovery_closes_an_interrupted_round_and_keeps_its_tasks_burned(
@@ -320,3 +394,29 @@ def test_verdicts() -> None:
     assert verdict(answered) == "success"
     unanswered = make_trace(6, task=make_task(1), answered=False).judgment
     assert verdict(unanswered) == "unanswered"
+
+
+async def test_identical_work_in_a_round_is_credited_once_and_flagged(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    # Two hotkeys running one deterministic agent do the same work on every task.
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    before = counter("arena_duplicate_episodes_total")
+    async with running_rig(net, synth_index, sessions, agents=agents) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    traces = all_traces(sessions)
+    assert len(traces) == 4
+    by_task: dict[str, list[Any]] = {}
+    for trace in traces:
+        by_task.setdefault(trace.task.task_id, []).append(trace)
+    for pair in by_task.values():
+        credited = [t for t in pair if "duplicate_work" not in t.judgment.rejects]
+        copies = [t for t in pair if "duplicate_work" in t.judgment.rejects]
+        assert len(credited) == len(copies) == 1
+        (original,), (copy,) = credited, copies
+        assert original.judgment.score > 0 and copy.judgment.score == 0
+        flag = copy.judgment.check("duplicate")
+        assert flag is not None and flag.value == 0.0
+        assert original.episode.episode_id in flag.explanation
+        assert copy.judgment.success == original.judgment.success  # the outcome itself is kept
+    assert counter("arena_duplicate_episodes_total") == before + 2

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from judging.config import JudgeConfig
 from neurons.validator.settings import RENAMED, ClientLimits, PoolConfig, RoundConfig, ValidatorSettings
 
 pytestmark = pytest.mark.usefixtures("no_arena_env")
@@ -72,3 +73,11 @@ def test_an_unknown_keyword_is_refused_not_ignored() -> None:
     # Variables are matched leniently (one .env serves both roles); a caller's keyword is not.
     with pytest.raises(TypeError, match="tasks_per_round"):
         vsettings(tasks_per_round=3)
+
+
+def test_the_turn_cap_is_the_judges_default_and_leaves_room_for_the_tool_budget() -> None:
+    assert RoundConfig().max_turns == JudgeConfig().max_turns == 200
+    assert vsettings(round={"max_turns": 120}).round.max_turns == 120
+    # 120 tool calls take at least 240 messages: a cap of 200 would reject honest episodes.
+    with pytest.raises(ValueError, match="max_turns"):
+        RoundConfig(max_tool_calls=120)

@@ -1,0 +1,377 @@
+"""One round's episodes (``Episodes``): query a miner under a bound, judge the reply, store it.
+
+Each episode is judged and stored in one transaction as soon as its reply arrives (the round,
+``neurons.validator.rounds``, gathers them). Content the miner sent that cannot be stored is the
+miner's fault, stored as such; identical work in the round is credited once
+(``judging.duplicates``); the judge's code runs in ``RoundDeps.judge_executor``, off the loop.
+
+A miner's refusal that names our own state (``no_permit``, ``unknown_hotkey``, ``stale``,
+``wrong_receiver``) is held, not judged, until the round decides whose fault it is. When a quorum
+of the round's miners refuse us so (half of them, at least two), or one does and our own
+self-check fails, the fault is ours: the round stops sending, the held replies stay unscored (no
+episode stored, no zero), and the round closes as ``stopped`` (alerted). Otherwise the claim is
+the claimant's alone, and its held replies are judged and stored as the ``miner_error`` zeros
+they are, so no miner escapes a task by refusing it in our name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from arena.episode import Budgets, EpisodeRegistry
+from arena.errors import EpisodeError
+from arena.tools import tool_schemas
+from arena.types import Task, ToolLogEntry, Trajectory
+from judging.duplicates import FirstArrivals, credited_once, work_hash
+from judging.judge import JudgeConfig, judge, judge_unanswered
+from judging.outcome import ProductLookup
+from judging.reasoning import Completer
+from judging.types import Judgment
+from neurons import metrics
+from neurons.chain.chaintypes import Neuron
+from neurons.errors import DeadlinePassed
+from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
+from neurons.validator.backoff import retry
+from neurons.validator.miner_client import MinerReply
+from neurons.validator.selfcheck import SelfCheck
+from neurons.validator.settings import RoundConfig
+from storage import repository
+from storage.errors import UnstorableContent
+from storage.records import EpisodeRecord
+
+logger = logging.getLogger(__name__)
+
+
+class Querier(Protocol):
+    """What a round needs of ``neurons.validator.miner_client.MinerClient``."""
+
+    async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
+        """Send one signed task; miner faults come back as data, our overload as ``DeadlinePassed``."""
+        ...
+
+
+@dataclass
+class RoundDeps:
+    """The components a round uses (built once per process by ``neurons.validator.process``).
+
+    What a round does is its ``RoundConfig`` (``ARENA_ROUND__*``); these scalars come from the
+    other settings: the tool server's URL, and the concurrency bounds of the client
+    (``ARENA_CLIENT__MAX_CONCURRENCY``) and of the judge (``ARENA_JUDGE__CONCURRENCY``). The tool
+    set offered is the one judged, ``judge_config.toolset``.
+    """
+
+    sessions: sessionmaker[Session]
+    registry: EpisodeRegistry
+    client: Querier
+    products: ProductLookup
+    completer: Completer | None
+    judge_config: JudgeConfig
+    draw_secret: bytes  # keys the task draw and the miner sample of each round
+    validator_hotkey: str
+    tool_server_url: str  # sent in every task: where the miner's agent calls the tools
+    query_concurrency: int  # episodes in flight at once (each holds a connection)
+    judge_concurrency: int  # LLM judge calls at once
+    judge_executor: Executor | None = None  # where the judge's code runs (None: on the event loop)
+    # Run when a miner refuses us in our own name (see the module docstring); None: quorum only.
+    self_check: Callable[[], Awaitable[SelfCheck]] | None = None
+
+
+def verdict(judgment: Judgment) -> str:
+    """The ``arena_judgments_total`` verdict: success, failure, rejected (zeroed) or unanswered."""
+    if judgment.end != "completed":
+        return "unanswered"
+    if judgment.success:
+        return "success"
+    zeroed = judgment.rejects or judgment.fabricated_call_ids or judgment.hallucinated_product_ids
+    return "rejected" if zeroed else "failure"
+
+
+@dataclass(frozen=True)
+class Held:
+    """A reply refusing us in our own name, held until the round decides whose fault it is."""
+
+    miner: Neuron
+    task: Task
+    reply: MinerReply
+    episode_id: str
+    started: datetime
+    finished: datetime
+    log: Sequence[ToolLogEntry]
+
+
+def refusal_quorum(miners: int) -> int:
+    """How many distinct miners refusing us in our own name make it our fault: half, at least two."""
+    return min(miners, max(2, math.ceil(miners / 2)))
+
+
+class Episodes:
+    """Runs one round's episodes: query under a concurrency bound, then judge and store each reply."""
+
+    def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int, *, miners: int) -> None:
+        self.deps, self.config, self.round_id = deps, config, round_id
+        self.query_slots = asyncio.Semaphore(deps.query_concurrency)
+        self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
+        self.tools = tuple(tool_schemas(deps.judge_config.toolset))
+        self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
+        self.arrivals = FirstArrivals()  # identical work in the round is credited once
+        self.quorum = refusal_quorum(miners)
+        self.claimants: set[str] = set()
+        self.stopped: str | None = None  # why the round stopped sending (our fault), once it has
+        self._check: SelfCheck | None = None
+        self._check_lock = asyncio.Lock()
+
+    async def _claimed(self, miner: Neuron, reply: MinerReply) -> None:
+        """A miner refused us in our own name: stop the round when that is corroborated."""
+        metrics.VALIDATOR_REFUSALS.labels(reply.refusal or "unknown").inc()
+        logger.warning("miner_refused_us round=%d uid=%d reason=%s", self.round_id, miner.uid, reply.refusal)
+        self.claimants.add(miner.hotkey)
+        if self.stopped is not None:
+            return
+        if len(self.claimants) >= self.quorum:
+            self.stopped = f"{len(self.claimants)} miners refused our requests ({reply.refusal})"
+            return
+        if self.deps.self_check is None:
+            return
+        async with self._check_lock:  # once per round: a claim costs the claimant nothing
+            if self._check is None:
+                self._check = await self.deps.self_check()
+        if not self._check.ok and self.stopped is None:
+            self.stopped = f"self-check failed: {self._check.cause} ({self._check.detail})"
+
+    async def run(self, miner: Neuron, task: Task) -> Judgment | Held | None:
+        """One (miner, task) episode; None when it was never sent (our overload, or a stopped round)."""
+        # The episode opens (and its deadline starts) only once a slot is free, so queueing
+        # behind other episodes never eats into a miner's time.
+        async with self.query_slots:
+            if self.stopped is not None:
+                metrics.EPISODES.labels("not_sent").inc()
+                return None
+            started = datetime.now(UTC)
+            try:
+                episode_id, token = self.deps.registry.open_episode(task.task_id, miner.hotkey, self.budgets)
+            except EpisodeError:
+                logger.warning(
+                    "episode_not_opened round=%d uid=%d reason=registry_full", self.round_id, miner.uid
+                )
+                metrics.EPISODES.labels("not_sent").inc()
+                return None
+            try:
+                reply = await self.deps.client.query(miner, self._request(task, episode_id, token, started))
+            except DeadlinePassed:
+                logger.warning("episode_not_sent round=%d uid=%d reason=overload", self.round_id, miner.uid)
+                metrics.EPISODES.labels("not_sent").inc()
+                return None
+            finally:
+                self.deps.registry.close_episode(episode_id)
+        finished = datetime.now(UTC)
+        log = self.deps.registry.log(episode_id)
+        if reply.cause == "refused_us":
+            await self._claimed(miner, reply)
+            return Held(miner, task, reply, episode_id, started, finished, log)
+        return await self._finish(miner, task, reply, episode_id, started, finished, log)
+
+    async def settle(self, held: Held) -> Judgment:
+        """Judge and store a held reply as the claimant's own fault (the round was not stopped)."""
+        h = held
+        return await self._finish(h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log)
+
+    async def _finish(
+        self,
+        miner: Neuron,
+        task: Task,
+        reply: MinerReply,
+        episode_id: str,
+        started: datetime,
+        finished: datetime,
+        log: Sequence[ToolLogEntry],
+    ) -> Judgment:
+        judgment = await self._judge(task, reply, episode_id, log)
+        # Only work that earns credit claims it: a copy that is zero anyway cannot take it.
+        work = _work(task, reply.trajectory, self.config.max_turns) if judgment.score > 0 else None
+        first = await self.arrivals.claim(work, episode_id) if work is not None else None
+        if work is not None and first is not None:
+            judgment = credited_once(judgment, work=work, first_episode_id=first)
+            metrics.DUPLICATE_EPISODES.inc()
+            logger.info(
+                "episode_duplicate round=%d uid=%d task=%s first=%s",
+                self.round_id,
+                miner.uid,
+                task.task_id,
+                first,
+            )
+        record = EpisodeRecord(
+            episode_id=episode_id,
+            round_id=self.round_id,
+            task_id=task.task_id,
+            miner_hotkey=miner.hotkey,
+            miner_uid=miner.uid,
+            validator_hotkey=self.deps.validator_hotkey,
+            started_at=started,
+            finished_at=finished,
+            end=reply.end,
+        )
+        credited = False
+        try:
+            judgment = await self._store(record, reply.trajectory, log, judgment, task)
+            credited = judgment.score > 0
+        finally:
+            if work is not None and first is None:
+                self.arrivals.settle(work, episode_id, credited=credited)
+        _count(judgment)
+        logger.debug(
+            "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
+            self.round_id,
+            miner.uid,
+            task.task_id,
+            judgment.end,
+            judgment.score,
+        )
+        return judgment
+
+    def _request(self, task: Task, episode_id: str, token: str, started: datetime) -> TaskRequest:
+        return TaskRequest(
+            protocol_version=PROTOCOL_VERSION,
+            episode_id=episode_id,
+            task_id=task.task_id,
+            query=task.query,
+            tool_server_url=self.deps.tool_server_url,
+            episode_token=token,
+            tools=self.tools,
+            toolset=self.deps.judge_config.toolset,
+            deadline=started + timedelta(seconds=self.config.episode_seconds),
+            budgets=TaskBudgets(
+                max_tool_calls=self.config.max_tool_calls,
+                max_seconds=self.config.episode_seconds,
+                max_response_bytes=self.config.max_response_bytes,
+            ),
+        )
+
+    async def _judge(
+        self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[ToolLogEntry]
+    ) -> Judgment:
+        deps = self.deps
+        started = time.monotonic()
+        if reply.trajectory is None:
+            judgment = judge_unanswered(
+                task,
+                episode_id=episode_id,
+                miner_hotkey=reply.hotkey,
+                end=reply.end,
+                config=deps.judge_config,
+            )
+        else:
+            async with self.judge_slots:
+                judgment = await judge(
+                    task,
+                    reply.trajectory,
+                    log=log,
+                    products=deps.products,
+                    completer=deps.completer,
+                    config=deps.judge_config,
+                    executor=deps.judge_executor,
+                )
+        metrics.JUDGE_DURATION.observe(time.monotonic() - started)
+        return judgment
+
+    async def _store(
+        self,
+        record: EpisodeRecord,
+        trajectory: Trajectory | None,
+        log: Sequence[ToolLogEntry],
+        judgment: Judgment,
+        task: Task,
+    ) -> Judgment:
+        """Store the judged episode; return the judgment stored.
+
+        Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
+        past every door) is the miner's fault, never a silent drop: the episode is stored as
+        ``malformed`` with a zero judgment, its tool log kept with such text escaped.
+        """
+        try:
+            await self._write(record, trajectory, log, judgment, task)
+        except UnstorableContent as exc:
+            logger.warning(
+                "episode_unstorable round=%d uid=%s task=%s error=%s",
+                self.round_id,
+                record.miner_uid,
+                task.task_id,
+                exc,
+            )
+            judgment = judge_unanswered(
+                task,
+                episode_id=record.episode_id,
+                miner_hotkey=record.miner_hotkey,
+                end="malformed",
+                config=self.deps.judge_config,
+                detail="its trajectory or tool log holds text that cannot be stored",
+            )
+            malformed = record.model_copy(update={"end": "malformed"})
+            await self._write(malformed, None, repository.storable_log(log), judgment, task)
+        return judgment
+
+    async def _write(
+        self,
+        record: EpisodeRecord,
+        trajectory: Trajectory | None,
+        log: Sequence[ToolLogEntry],
+        judgment: Judgment,
+        task: Task,
+    ) -> None:
+        def write() -> bool:
+            with self.deps.sessions() as session:
+                return repository.save_judged(
+                    session,
+                    episode=record,
+                    trajectory=trajectory,
+                    tool_log=log,
+                    judgment=judgment,
+                    task=task,
+                )
+
+        async def attempt() -> bool:
+            started = time.monotonic()
+            try:
+                return await asyncio.to_thread(write)
+            except UnstorableContent:
+                raise  # the content, not the database: no retry, no database error
+            except Exception:
+                metrics.DB_ERRORS.labels("save_judged").inc()
+                raise
+            finally:
+                metrics.DB_WRITE_DURATION.labels("save_judged").observe(time.monotonic() - started)
+
+        await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)
+
+
+def _work(task: Task, trajectory: Trajectory | None, max_turns: int) -> str | None:
+    """The work a reply brought (``judging.duplicates``); None past the turn cap.
+
+    Past the cap the episode is a reject anyway; skipping it keeps the hash, computed on the
+    event loop, cheap.
+    """
+    if trajectory is None or len(trajectory.messages) > max_turns:
+        return None
+    if sum(len(m.tool_calls or ()) for m in trajectory.messages) > max_turns:
+        return None
+    return work_hash(task.task_id, trajectory)
+
+
+def _count(judgment: Judgment) -> None:
+    """Count a stored episode: its end, its verdict and axis, an outage or a refusal of the judge."""
+    metrics.EPISODES.labels(judgment.end).inc()
+    metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
+    unscored = judgment.reasoning.unscored
+    if judgment.reasoning_outage and unscored is not None:
+        metrics.JUDGE_UNSCORED.labels(unscored.cause).inc()
+    elif unscored is not None and unscored.cause == "refused":
+        metrics.JUDGE_REFUSALS.inc()
