@@ -94,12 +94,12 @@ def encode_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
 
 
-async def send_json(
-    send: Send, status: int, body: bytes, headers: Mapping[str, str] | None = None
-) -> None:
+async def send_json(send: Send, status: int, body: bytes, headers: Mapping[str, str] | None = None) -> None:
     """Send one complete JSON response."""
     raw = [(b"content-length", str(len(body)).encode()), (b"content-type", b"application/json")]
-    raw.extend((key.lower().encode("latin-1"), value.encode("latin-1")) for key, value in (headers or {}).items())
+    raw.extend(
+        (key.lower().encode("latin-1"), value.encode("latin-1")) for key, value in (headers or {}).items()
+    )
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
 
@@ -177,7 +177,11 @@ class ToolCallEndpoint:
         except UnicodeDecodeError:
             raise _Refused(422, "request body is not UTF-8") from None
         response = ToolCallResponse(
-            call_id=entry.call_id, tool=name, content=entry.result, error=entry.status == "error", seq=entry.seq
+            call_id=entry.call_id,
+            tool=name,
+            content=entry.result,
+            error=entry.status == "error",
+            seq=entry.seq,
         )
         return response.model_dump_json().encode("utf-8")
 

@@ -22,7 +22,14 @@ from arena.errors import EpisodeError
 from arena.httpguard import bounded_headers, wrong_content_type
 from arena.jsondepth import json_depth
 from arena.jsonkeys import duplicate_key
-from arena.toolcalls import Limits, ToolCallEndpoint, ToolCallResponse, bearer_token, episode_status, receive_body_within
+from arena.toolcalls import (
+    Limits,
+    ToolCallEndpoint,
+    ToolCallResponse,
+    bearer_token,
+    episode_status,
+    receive_body_within,
+)
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_schemas
 
 logger = logging.getLogger(__name__)

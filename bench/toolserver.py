@@ -189,7 +189,10 @@ def bench_http(
                     samples.append(time.perf_counter() - start)
                     response.raise_for_status()
                 cpu = process_cpu_seconds(proc.pid) - cpu_before
-                serial[tool] = {**percentiles(samples), "server_cpu_ms_per_call": round(cpu / len(samples) * 1e3, 3)}
+                serial[tool] = {
+                    **percentiles(samples),
+                    "server_cpu_ms_per_call": round(cpu / len(samples) * 1e3, 3),
+                }
         cpu_before = process_cpu_seconds(proc.pid)
         qps = asyncio.run(concurrent_qps(url, token, calls, concurrency))
         cpu = process_cpu_seconds(proc.pid) - cpu_before
