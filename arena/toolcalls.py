@@ -64,7 +64,7 @@ def bearer_token(authorization: str | None) -> str | None:
 async def receive_body_within(
     receive: Receive, declared_length: str | None, max_bytes: int, *, path: str
 ) -> bytes | None:
-    """Read a request body from ``receive``, or None as soon as it (or its declared length) exceeds ``max_bytes``.
+    """Read a request body from ``receive``; None once it (or its declared length) exceeds ``max_bytes``.
 
     Raises:
         ClientDisconnect: the client went away before the body was complete (logged here, at

@@ -567,7 +567,7 @@ def test_canonical_arguments_run_the_same(ctx: ToolContext) -> None:
         (
             "find_products_in_same_shop",
             '{"product_id": "1001"}',
-        ),  # not in sb-1: unknown here, canonical there
+        ),  # not in sb-1
     ],
 )
 def test_run_call_is_run_tool_and_canonical_arguments_in_one_validation(
