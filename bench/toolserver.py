@@ -225,9 +225,13 @@ async def concurrent_qps(
         async def worker() -> None:
             while queue:
                 i, (name, args) = queue.pop()
-                response = await client.post(
-                    f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"c{i}"}
-                )
+                try:
+                    response = await client.post(
+                        f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"c{i}"}
+                    )
+                except httpx.TransportError:  # a kept-alive connection the server closed (loaded machine)
+                    queue.append((i, (name, args)))
+                    continue
                 response.raise_for_status()
 
         start = time.perf_counter()
