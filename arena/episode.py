@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from arena.arguments import parse_arguments
 from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInvalid
 from arena.jsonkeys import unique_object
-from arena.tools import Arguments, ToolContext, canonical_arguments, run_tool
+from arena.tools import Arguments, ToolContext, run_call
 from arena.types import ToolLogEntry, canonical_json, result_hash
 
 logger = logging.getLogger(__name__)
@@ -54,14 +54,14 @@ def run_logged(
     started = now()
     if isinstance(arguments, str):
         raw, arguments = arguments, parse_arguments(arguments)  # read once, for the run and the log
-    result = run_tool(name, arguments, ctx)
+    result, canonical = run_call(name, arguments, ctx, raw=raw)  # validated once, for both
     finished = now()
     return ToolLogEntry(
         episode_id=episode_id,
         seq=seq,
         call_id=call_id,
         tool=name[:_MAX_TOOL_NAME_CHARS],
-        arguments=canonical_arguments(name, arguments, raw=raw),
+        arguments=canonical,
         result=result.content,
         result_hash=result_hash(result.content),
         status="error" if result.error else "ok",
@@ -314,7 +314,29 @@ class EpisodeRegistry:
         Raises:
             TokenInvalid, TokenExpired, EpisodeClosed, BudgetExhausted.
         """
-        claims = self._tokens.verify(token, now=self._clock())
+        return self.call_authorized(
+            self._tokens.verify(token, now=self._clock()), name, arguments, call_id=call_id, ctx=ctx
+        )
+
+    def call_authorized(
+        self,
+        claims: TokenClaims,
+        name: str,
+        arguments: str | dict[str, Any],
+        *,
+        call_id: str | None,
+        ctx: ToolContext,
+    ) -> ToolLogEntry:
+        """``call_tool`` for the claims ``authorize`` returned: the token's MAC is not checked again.
+
+        The tool server authorizes a call before reading its body and runs it after, so the
+        token is verified once per call; its expiry is checked again here, at the charge.
+
+        Raises:
+            TokenExpired, TokenInvalid, EpisodeClosed, BudgetExhausted.
+        """
+        if self._clock() >= claims.expires_at:
+            raise TokenExpired(f"episode token expired at {claims.expires_at}")
         seq = self._charge(claims)
         entry = run_logged(
             name, arguments, ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now

@@ -8,47 +8,34 @@ Routes: ``GET /v1/tools``, ``POST /v1/tools/{name}`` (``Authorization: Bearer <e
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
-from arena.errors import BudgetExhausted, EpisodeClosed, EpisodeError, TokenExpired, TokenInvalid
-from arena.httpguard import bad_call_id, bounded_headers, wrong_content_type
+from arena.errors import EpisodeError
+from arena.httpguard import bounded_headers, wrong_content_type
 from arena.jsondepth import json_depth
 from arena.jsonkeys import duplicate_key
+from arena.toolcalls import (
+    Limits,
+    ToolCallEndpoint,
+    ToolCallResponse,
+    bearer_token,
+    episode_status,
+    receive_body_within,
+)
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_schemas
 
 logger = logging.getLogger(__name__)
 
 PRACTICE_HOTKEY = "practice"
 DEFAULT_PRACTICE_BUDGETS = Budgets(max_calls=100, max_seconds=900.0)
-_STATUS = {TokenInvalid: 401, TokenExpired: 401, EpisodeClosed: 403, BudgetExhausted: 429}
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Caps on request bodies, checked before any JSON parsing."""
-
-    max_body_bytes: int = 64 * 1024
-    max_json_depth: int = 8
-
-
-class ToolCallResponse(BaseModel):
-    """The result of one tool call; ``content`` goes verbatim into the agent's tool message."""
-
-    call_id: str | None
-    tool: str
-    content: str
-    error: bool
-    seq: int
 
 
 class PracticeRequest(BaseModel):
@@ -63,24 +50,11 @@ async def read_body_within(request: Request, max_bytes: int) -> bytes | None:
     """Read a request body, or None as soon as it (or its declared length) exceeds ``max_bytes``.
 
     Raises:
-        ClientDisconnect: the client went away before the body was complete (logged here, at
-            INFO: an ordinary event on a public port, not our fault).
+        ClientDisconnect: the client went away before the body was complete (logged at INFO).
     """
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > max_bytes:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_bytes:
-                return None
-            chunks.append(chunk)
-    except ClientDisconnect:
-        logger.info("client_disconnected path=%s received_bytes=%d", request.url.path[:128], size)
-        raise
-    return b"".join(chunks)
+    return await receive_body_within(
+        request.receive, request.headers.get("content-length"), max_bytes, path=request.url.path
+    )
 
 
 def refuse_wrong_content_type(request: Request) -> None:
@@ -101,15 +75,14 @@ async def read_capped_body(request: Request, limits: Limits) -> bytes:
 
 
 def _bearer(authorization: str | None) -> str:
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = bearer_token(authorization)
+    if token is None:
         raise HTTPException(401, "missing bearer token", headers={"WWW-Authenticate": "Bearer"})
-    return token.strip()
+    return token
 
 
 def _episode_http_error(exc: EpisodeError) -> HTTPException:
-    status = next((code for kind, code in _STATUS.items() if isinstance(exc, kind)), 403)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    status, headers = episode_status(exc)
     return HTTPException(status, str(exc), headers=headers)
 
 
@@ -171,33 +144,10 @@ def create_tool_router(
     async def list_tools() -> dict[str, Any]:
         return listing
 
-    @router.post("/v1/tools/{name}")
-    async def call_tool(
-        name: str,
-        request: Request,
-        authorization: str | None = Header(default=None),
-        x_arena_call_id: str | None = Header(default=None, max_length=128),
-    ) -> ToolCallResponse:
-        token = _bearer(authorization)
-        if x_arena_call_id is not None and (why := bad_call_id(x_arena_call_id)) is not None:
-            raise HTTPException(400, why)
-        try:
-            registry.authorize(token)  # refuse before reading the body
-            body = (await read_capped_body(request, limits)).decode("utf-8")
-            entry = await run_in_threadpool(
-                registry.call_tool, token, name, body, call_id=x_arena_call_id, ctx=ctx
-            )
-        except EpisodeError as exc:
-            raise _episode_http_error(exc) from None
-        except UnicodeDecodeError:
-            raise HTTPException(422, "request body is not UTF-8") from None
-        return ToolCallResponse(
-            call_id=entry.call_id,
-            tool=name,
-            content=entry.result,
-            error=entry.status == "error",
-            seq=entry.seq,
-        )
+    # The hot path: a plain ASGI endpoint, not a FastAPI route (arena.toolcalls says why).
+    router.add_route(
+        "/v1/tools/{name}", ToolCallEndpoint(registry, ctx, limits), methods=["POST"], include_in_schema=False
+    )
 
     if practice is not None:
         _add_practice_routes(router, registry, practice, limits)

@@ -1,15 +1,23 @@
-"""Tool server benchmark: tool latency in process and over HTTP (loopback), and HTTP throughput.
+"""Tool server benchmark: tool cost in process and over HTTP (loopback), server CPU per call, their ratio.
 
 For each catalog size, a synthetic catalog (``arena.synth``) is written and indexed once into
 ``--work``; then
 
-- ``in_process``: ``run_tool`` latency of find_product (1-3 title words, a filter on a third
-  of the calls, a sort on half) and of view_product_information (3 ids);
-- ``http_serial``: the same calls through ``arena tools serve --practice`` on loopback, one at
-  a time (token check, body caps, thread pool, logging included);
-- ``http_concurrent``: calls/s with ``--concurrency`` calls in flight.
+- ``in_process``: ``run_tool`` latency and CPU time of find_product (1-3 title words, a
+  filter on a third of the calls, a sort on half) and of view_product_information (3 ids);
+- ``http``: the same calls through ``arena tools serve --practice`` on loopback, one tool at a
+  time and one call at a time (``serial``: client latency, and the server process's own CPU
+  time per call, read from ``/proc/<pid>/stat`` before and after the batch, so a busy shared
+  machine does not inflate it), then all of them with ``--concurrency`` in flight (calls/s
+  and server CPU per call);
+- ``ratio``: server CPU per call over in-process CPU per call, per tool (the HTTP, token, log
+  and encoding overhead on top of the tool itself: 1.0 would be free).
 
-Example: python bench/toolserver.py --sizes 10000,100000
+``--before DIR`` also runs the server from the source tree ``DIR`` (e.g. a detached worktree
+of main, put first on the server's ``PYTHONPATH``) on the same index and calls, alternating
+with this tree ``--repeat`` times, so before and after are measured in the same run.
+
+Example: python bench/toolserver.py --sizes 100000,1000000 --before /tmp/main-wt --repeat 2
 """
 
 from __future__ import annotations
@@ -93,13 +101,26 @@ def make_calls(sample: list[tuple[str, str]], n: int, seed: int) -> list[tuple[s
 def bench_in_process(index_dir: Path, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     index = open_index(index_dir)
     ctx = ToolContext(index=index)
-    by_tool: dict[str, list[float]] = {}
-    for name, args in calls:
-        start = time.perf_counter()
+    for name, args in calls[:20]:  # warm the page cache and the interpreter's caches, as the server is
         run_tool(name, args, ctx)
+    by_tool: dict[str, list[float]] = {}
+    cpu: dict[str, float] = {}
+    for name, args in calls:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        run_tool(name, args, ctx)
+        cpu[name] = cpu.get(name, 0.0) + time.process_time() - start_cpu
         by_tool.setdefault(name, []).append(time.perf_counter() - start)
     index.close()
-    return {name: percentiles(samples) for name, samples in by_tool.items()}
+    return {
+        name: {**percentiles(samples), "cpu_ms_per_call": round(cpu[name] / len(samples) * 1e3, 3)}
+        for name, samples in by_tool.items()
+    }
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process (all its threads), from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -108,8 +129,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(index_dir: Path, calls: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(index_dir: Path, calls: int, src: Path | None) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
+    env = dict(os.environ)
+    if src is not None:  # the server imports arena and neurons from that tree
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
         [
             *ARENA,
@@ -127,9 +151,10 @@ def start_server(index_dir: Path, calls: int) -> tuple[subprocess.Popen[bytes], 
             "--log-level",
             "WARNING",
         ],
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600  # a loaded machine imports slowly
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"{url}/health", timeout=1).status_code == 200:
@@ -140,25 +165,53 @@ def start_server(index_dir: Path, calls: int) -> tuple[subprocess.Popen[bytes], 
     raise SystemExit("tool server did not start")
 
 
-def bench_http(index_dir: Path, calls: list[tuple[str, dict[str, Any]]], concurrency: int) -> dict[str, Any]:
-    proc, url = start_server(index_dir, 2 * len(calls))
+def bench_http(
+    index_dir: Path, calls: list[tuple[str, dict[str, Any]]], concurrency: int, src: Path | None = None
+) -> dict[str, Any]:
+    proc, url = start_server(index_dir, 2 * len(calls) + 40, src)
     try:
         with httpx.Client(base_url=url, timeout=30) as client:
             token = client.post("/v1/practice/episodes").json()["token"]
             headers = {"Authorization": f"Bearer {token}"}
-            by_tool: dict[str, list[float]] = {}
-            for i, (name, args) in enumerate(calls):
-                start = time.perf_counter()
-                response = client.post(
-                    f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"s{i}"}
-                )
-                by_tool.setdefault(name, []).append(time.perf_counter() - start)
-                response.raise_for_status()
+            for i, (name, args) in enumerate(calls[:20]):  # warm-up, as in process
+                client.post(f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"w{i}"})
+            serial: dict[str, Any] = {}
+            for tool in dict.fromkeys(name for name, _ in calls):
+                samples: list[float] = []
+                cpu_before = process_cpu_seconds(proc.pid)
+                for i, (name, args) in enumerate(calls):
+                    if name != tool:
+                        continue
+                    start = time.perf_counter()
+                    response = client.post(
+                        f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"s{i}"}
+                    )
+                    samples.append(time.perf_counter() - start)
+                    response.raise_for_status()
+                cpu = process_cpu_seconds(proc.pid) - cpu_before
+                serial[tool] = {
+                    **percentiles(samples),
+                    "server_cpu_ms_per_call": round(cpu / len(samples) * 1e3, 3),
+                }
+        cpu_before = process_cpu_seconds(proc.pid)
         qps = asyncio.run(concurrent_qps(url, token, calls, concurrency))
+        cpu = process_cpu_seconds(proc.pid) - cpu_before
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    return {"serial": {n: percentiles(s) for n, s in by_tool.items()}, "concurrent_calls_per_s": qps}
+    return {
+        "serial": serial,
+        "concurrent_calls_per_s": qps,
+        "concurrent_server_cpu_ms_per_call": round(cpu / len(calls) * 1e3, 3),
+    }
+
+
+def ratios(in_process: dict[str, Any], http: dict[str, Any]) -> dict[str, float]:
+    """Server CPU per call over in-process CPU per call, per tool."""
+    return {
+        tool: round(http["serial"][tool]["server_cpu_ms_per_call"] / measured["cpu_ms_per_call"], 2)
+        for tool, measured in in_process.items()
+    }
 
 
 async def concurrent_qps(
@@ -172,9 +225,13 @@ async def concurrent_qps(
         async def worker() -> None:
             while queue:
                 i, (name, args) = queue.pop()
-                response = await client.post(
-                    f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"c{i}"}
-                )
+                try:
+                    response = await client.post(
+                        f"/v1/tools/{name}", json=args, headers={**headers, "X-Arena-Call-Id": f"c{i}"}
+                    )
+                except httpx.TransportError:  # a kept-alive connection the server closed (loaded machine)
+                    queue.append((i, (name, args)))
+                    continue
                 response.raise_for_status()
 
         start = time.perf_counter()
@@ -191,6 +248,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work", type=Path, default=Path("/tmp/arena-bench-toolserver"))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--before", type=Path, help="also run the server from this source tree (before)")
+    parser.add_argument("--repeat", type=int, default=1, help="measurements per server, alternated")
     opts = parser.parse_args()
     sizes = [2000] if opts.quick else [int(s) for s in opts.sizes.split(",")]
     n_calls = 80 if opts.quick else opts.calls
@@ -200,19 +259,27 @@ def main() -> None:
             "python": platform.python_version(),
             "platform": platform.platform(),
         },
+        "load_average_start": os.getloadavg(),
         "calls": n_calls,
+        "before": str(opts.before) if opts.before else None,
         "concurrency": opts.concurrency,
         "sizes": {},
     }
     for size in sizes:
         index_dir, sample = build(size, opts.seed, opts.work)
         calls = make_calls(sample, n_calls, opts.seed)
-        result = {
-            "in_process": bench_in_process(index_dir, calls),
-            "http": bench_http(index_dir, calls, opts.concurrency),
-        }
+        result: dict[str, Any] = {"runs": []}
+        for _ in range(opts.repeat):
+            run: dict[str, Any] = {"in_process": bench_in_process(index_dir, calls)}
+            if opts.before is not None:
+                run["http_before"] = bench_http(index_dir, calls, opts.concurrency, opts.before)
+                run["ratio_before"] = ratios(run["in_process"], run["http_before"])
+            run["http"] = bench_http(index_dir, calls, opts.concurrency)
+            run["ratio"] = ratios(run["in_process"], run["http"])
+            result["runs"].append(run)
+            print(f"size={size} {json.dumps(run)}", flush=True)
         report["sizes"][str(size)] = result
-        print(f"size={size} {json.dumps(result)}")
+    report["load_average_end"] = os.getloadavg()
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {opts.out}")

@@ -39,6 +39,7 @@ __all__ = [
     "ToolArgs",
     "ToolContext",
     "canonical_arguments",
+    "run_call",
     "run_tool",
     "tool_schemas",
 ]
@@ -104,12 +105,37 @@ def run_tool(name: str, arguments: Arguments, ctx: ToolContext) -> ToolResult:
     """
     tool = find_tool(name, ctx.toolset)
     if tool is None:
-        available = ", ".join(t.name for t in TOOLSETS[ctx.toolset])
-        return error_result(f"unknown tool {name[:_MAX_NAME_CHARS]!r} (available: {available})")
+        return _unknown_tool(name, ctx.toolset)
     args = validate_arguments(tool, arguments)
     if isinstance(args, str):
         return error_result(args)
     return tool.run(args, ctx)
+
+
+def _unknown_tool(name: str, toolset: str) -> ToolResult:
+    available = ", ".join(t.name for t in TOOLSETS[toolset])
+    return error_result(f"unknown tool {name[:_MAX_NAME_CHARS]!r} (available: {available})")
+
+
+def run_call(
+    name: str, arguments: Arguments, ctx: ToolContext, *, raw: str | None = None
+) -> tuple[ToolResult, dict[str, Any]]:
+    """``run_tool`` and ``canonical_arguments`` of one call, with its arguments validated once.
+
+    What the tool log records of a call (``arena.episode.run_logged``): the same result as
+    ``run_tool(name, arguments, ctx)`` and the same arguments as ``canonical_arguments(name,
+    arguments, raw=raw)``, without running the tool's model over the arguments twice.
+    """
+    tool = find_tool(name, ctx.toolset)
+    if tool is None:
+        return _unknown_tool(name, ctx.toolset), canonical_arguments(name, arguments, raw=raw)
+    parsed = _read(arguments)
+    args = validate_arguments(tool, parsed)
+    if isinstance(args, str):
+        text = arguments if isinstance(arguments, str) else raw
+        return error_result(args), canonical_arguments(name, parsed, raw=text)
+    # A tool means the same in every set it belongs to, so these are its canonical arguments.
+    return tool.run(args, ctx), args.model_dump(mode="json", exclude_none=True)
 
 
 def canonical_arguments(name: str, arguments: Arguments, *, raw: str | None = None) -> dict[str, Any]:

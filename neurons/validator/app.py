@@ -3,7 +3,7 @@
 One FastAPI app in the validator's single process: the tool routes of ``arena.toolserver``
 mounted on the episode registry the rounds open episodes in, a health document, and the
 Prometheus exposition. Tool calls are counted as they are logged (``MeteredToolLog``) and
-tool-server requests by status code (a middleware).
+tool-server requests by status code (a plain ASGI wrapper).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.episode import InMemoryToolLog
 from arena.tools import TOOLSETS
@@ -48,6 +49,34 @@ class MeteredToolLog(InMemoryToolLog):
         metrics.TOOL_CALL_DURATION.labels(tool).observe(max(0.0, seconds))
 
 
+def _counted_tool_requests(app: ASGIApp) -> ASGIApp:
+    """Wrap ``app`` so each tool-server request is counted by its status code.
+
+    A plain ASGI wrapper that reads the status off ``http.response.start``: Starlette's
+    ``@app.middleware("http")`` would run every tool call through a task group and memory
+    streams, a cost on the hot path (``arena.toolcalls``) as large as the route itself.
+    """
+
+    async def counted(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(_TOOL_PREFIX):
+            await app(scope, receive, send)
+            return
+        status = "500"  # an exception escaping the route becomes a 500 further out
+
+        async def send_counted(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = str(message["status"])
+            await send(message)
+
+        try:
+            await app(scope, receive, send_counted)
+        finally:
+            metrics.TOOLSERVER_REQUESTS.labels(status).inc()
+
+    return counted
+
+
 def create_validator_app(
     *,
     tool_router: Any,
@@ -78,19 +107,7 @@ def create_validator_app(
     add_error_handlers(app)
     app.include_router(tool_router)
 
-    @app.middleware("http")
-    async def count_tool_requests(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        if not request.url.path.startswith(_TOOL_PREFIX):
-            return await call_next(request)
-        status = "500"  # an exception escaping the route becomes a 500 further out
-        try:
-            response = await call_next(request)
-            status = str(response.status_code)
-            return response
-        finally:
-            metrics.TOOLSERVER_REQUESTS.labels(status).inc()
+    app.add_middleware(_counted_tool_requests)
 
     @app.get(HEALTH_PATH)
     async def health_endpoint() -> dict[str, Any]:

@@ -325,3 +325,15 @@ def test_full_registry_prunes_expired_episodes(clock: Clock, ctx: ToolContext) -
     assert store.entries(old) == []
     with pytest.raises(BudgetExhausted):
         registry.open_episode("t", "h", Budgets(5, 10.0))
+
+
+def test_call_authorized_checks_the_expiry_again(fixture_index: SearchIndex) -> None:
+    now = [1_700_000_000.0]
+    registry = EpisodeRegistry(EpisodeTokens(b"k" * 32), clock=lambda: now[0], token_grace_s=0)
+    _, token = registry.open_episode("t-1", "5Miner", Budgets(5, 10.0))
+    claims = registry.authorize(token)
+    now[0] += 11
+    with pytest.raises(TokenExpired):
+        registry.call_authorized(
+            claims, "terminate", "{}", call_id=None, ctx=ToolContext(index=fixture_index)
+        )

@@ -562,3 +562,28 @@ def test_the_log_keeps_refused_arguments_as_encodable_text() -> None:
     kept = canonical_arguments("find_product", '{"q": "shoes \ud800"}')
     assert kept == {"_raw": '{"q": "shoes \\ud800"}'}
     json.dumps(kept, ensure_ascii=False).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("find_product", '{"q": " shoes ", "page": "2", "sort": "default"}'),
+        ("find_product", '{"q": "shoes", "page": 9}'),
+        ("find_product", "[1, 2]"),
+        ("view_product_information", {"product_ids": "1001, 1001,"}),
+        ("buy_product", '{"x": 1}'),
+        ("find_product", '{"q": "shoes \ud800"}'),  # refused, and logged as encodable text
+        (
+            "find_products_in_same_shop",
+            '{"product_id": "1001"}',
+        ),  # not in sb-1
+    ],
+)
+def test_run_call_is_run_tool_and_canonical_arguments_in_one_validation(
+    ctx: ToolContext, name: str, arguments: str | dict[str, Any]
+) -> None:
+    from arena.tools import run_call
+
+    result, canonical = run_call(name, arguments, ctx)
+    assert result == run_tool(name, arguments, ctx)
+    assert canonical == canonical_arguments(name, arguments)
