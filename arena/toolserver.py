@@ -8,7 +8,7 @@ Routes: ``GET /v1/tools``, ``POST /v1/tools/{name}`` (``Authorization: Bearer <e
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -145,9 +145,10 @@ def create_tool_router(
         return listing
 
     # The hot path: a plain ASGI endpoint, not a FastAPI route (arena.toolcalls says why).
-    router.add_route(
-        "/v1/tools/{name}", ToolCallEndpoint(registry, ctx, limits), methods=["POST"], include_in_schema=False
-    )
+    # Starlette serves an endpoint that is not a function as an ASGI app; its stub names only
+    # request handlers, hence the cast.
+    endpoint = cast(Any, ToolCallEndpoint(registry, ctx, limits))
+    router.add_route("/v1/tools/{name}", endpoint, methods=["POST"], include_in_schema=False)
 
     if practice is not None:
         _add_practice_routes(router, registry, practice, limits)
