@@ -23,6 +23,7 @@ NeuronError
 ├── RunMismatch        evaluation/settings.py: a run directory holds samples of other settings
 ├── ModelUnavailable   evaluation/runner.py: the evaluated model's server is down or misnamed
 ├── LocalLLMError      demo/local_llm.py: the local model is missing or its server did not start
+├── LearnError         learning/pipeline.py: a step of `make learn` failed (which, and its stderr)
 ├── DemoError          demo/network.py: the demo cannot go on
 │   └── DemoInputError   bad input: a work dir that is not fresh, an endpoint that does not answer
 └── UnusableInput      cli/judge.py: an input file of `arena judge` cannot be used

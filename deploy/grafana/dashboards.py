@@ -492,6 +492,13 @@ def judge() -> Json:
                 [target(f"sum(rate(arena_judge_refusals_total{{{V}}}[{RATE}]))", "refused")],
                 "ops",
             ),
+            panel(
+                "timeseries",
+                "Duplicate work",
+                "Episodes per second that repeated work already credited in the round (stored at 0).",
+                [target(f"sum(rate(arena_duplicate_episodes_total{{{V}}}[{RATE}]))", "duplicates")],
+                "ops",
+            ),
         ],
         [VALIDATOR],
     )

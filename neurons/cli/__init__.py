@@ -54,7 +54,7 @@ class ArenaGroup(LazyGroup):
         ),
         "convert": LazyCommand(
             "neurons.cli.convert:convert_command",
-            "Convert judged harness traces into agentic trajectories, verified by the judge.",
+            "Convert judged traces into agentic trajectories: a rationale per call, re-judged.",
         ),
     }
 

@@ -53,7 +53,7 @@ def convert_command(
     concurrency: Annotated[int, typer.Option(min=1, help="Traces converted at once (a teacher).")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Convert judged traces into agentic trajectories: rationales per call, logged results, re-judged.
+    """Convert judged traces into agentic trajectories: a rationale per call, re-judged.
 
     Each trace's calls get an assistant turn whose reasoning cites only the task and earlier
     logged results; tool messages are the logged bytes; harness noise is pruned where a replay

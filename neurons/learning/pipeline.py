@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from neurons.errors import NeuronError
 from neurons.learning.train import TrainPlan
 
 logger = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ REPORTED = ("asr", "process", "hallucinated_ids", "tool_calls")
 CURATE_ARGS = {"converted": ("--index", "index"), "native": ("--no-convert",)}
 
 
-class LearnError(RuntimeError):
+class LearnError(NeuronError):
     """A step of the pipeline failed: which, and what its command said."""
 
 

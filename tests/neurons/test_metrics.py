@@ -19,7 +19,8 @@ from neurons import metrics
 UNITS = {
     "counter": {"total"},
     "histogram": {"seconds", "bytes"},
-    "gauge": {"seconds", "bytes", "info", "block", "ratio", "size", "rows", "score", "weight"},
+    # ok: a boolean gauge, 1 while a check passes and 0 while it fails (Prometheus' own `up`).
+    "gauge": {"seconds", "bytes", "info", "block", "ratio", "size", "rows", "score", "weight", "ok"},
 }
 # Every label name in use has a small, known value set. A new label must be added here on purpose.
 BOUNDED_LABELS = {
