@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+import pytest
+
 from arena.audit import audit
 from arena.clusters import assign_clusters
 from arena.generate import generate_tasks
@@ -108,6 +110,7 @@ def test_the_same_task_in_two_pools_fails() -> None:
     )
 
 
+@pytest.mark.slow  # heavy (tens of seconds on 2 cores): `make test-slow`
 def test_generated_tasks_pass_the_audit_through_pool_moves_and_rotation(synth_index: SearchIndex) -> None:
     tasks, _ = generate_tasks(synth_index, n=1500, seed=17)
     tasks = assign_pools(assign_clusters(tasks), practice=0.2, never_touch=0.2, seed="audit")

@@ -117,6 +117,7 @@ def _stored(net: LocalNetwork) -> dict[str, str]:
     return {episode_id: judgment for episode_id, judgment in rows}
 
 
+@pytest.mark.slow  # heavy (tens of seconds on 2 cores): `make test-slow`
 def test_a_validator_killed_mid_round_loses_nothing_and_serves_no_task_twice(net: LocalNetwork) -> None:
     start_miners(net, good_agent="tests.e2e.agents:slow_agent")  # answers after 4 s
     assert run_once(net)["round"]["stored"] == 6  # round 0, complete

@@ -506,6 +506,7 @@ def _peak_python_memory(session: Session, tmp_path: Path) -> int:
     return peak
 
 
+@pytest.mark.slow  # heavy (tens of seconds on 2 cores): `make test-slow`
 def test_memory_does_not_grow_with_the_number_of_traces(tmp_path: Path) -> None:
     from storage.db import make_engine, make_sessionmaker, upgrade
 
