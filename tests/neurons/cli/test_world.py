@@ -18,10 +18,11 @@ def test_compile_then_show_summarises_the_pack(world_base_dir: Path, tmp_path: P
         app, ["world", "compile", "--seed", "cli", "--base", str(world_base_dir), "--out", str(out), "--json"]
     )
     assert compiled.exit_code == 0, compiled.output
-    summary = json.loads(compiled.output)
+    # stdout alone: a log handler an earlier test left on stderr may add lines to ``output``.
+    summary = json.loads(compiled.stdout)
     shown = runner.invoke(app, ["world", "show", str(out), "--json"])
     assert shown.exit_code == 0, shown.output
-    assert json.loads(shown.output) == {k: v for k, v in summary.items() if k not in ("out", "seconds")}
+    assert json.loads(shown.stdout) == {k: v for k, v in summary.items() if k not in ("out", "seconds")}
     assert summary["seed_hex"] == b"cli".hex() and summary["tasks"]["total"] > 0
     text = runner.invoke(app, ["world", "show", str(out)])
     assert text.exit_code == 0 and summary["world_id"] in text.output
