@@ -5,13 +5,8 @@ Each episode is judged and stored in one transaction as soon as its reply arrive
 miner's fault, stored as such; identical work in the round is credited once
 (``judging.duplicates``); the judge's code runs in ``RoundDeps.judge_executor``, off the loop.
 
-A miner's refusal that names our own state (``no_permit``, ``unknown_hotkey``, ``stale``,
-``wrong_receiver``) is held, not judged, until the round decides whose fault it is. When a quorum
-of the round's miners refuse us so (half of them, at least two), or one does and our own
-self-check fails, the fault is ours: the round stops sending, the held replies stay unscored (no
-episode stored, no zero), and the round closes as ``stopped`` (alerted). Otherwise the claim is
-the claimant's alone, and its held replies are judged and stored as the ``miner_error`` zeros
-they are, so no miner escapes a task by refusing it in our name.
+A reply refusing us in our own name is held (``Held``), not judged, and the round decides whose
+fault it is (the rule is in ``neurons.validator.rounds``' docstring).
 """
 
 from __future__ import annotations
