@@ -138,8 +138,9 @@ def test_a_hostile_round_stores_and_scores_every_episode_and_leaves_honest_score
 
 
 @pytest.mark.xfail(
-    reason="needs h6-transport's item 11 of issue 14 (bounded header and body read time and connection "
-    "count on the tool server); the lead enables this case when that lands",
+    reason="issue 14 item 11 is only half done: with the bounds in (neurons/serving.py) the server stays "
+    "up, but 2,000 half-open sockets fill the 1,024-connection cap until the 10 s head timeout frees them, "
+    "and an honest episode in that window gets 503s and scores 0 (run 2026-12-02): per-peer limits needed",
     strict=False,
 )
 def test_a_slow_loris_on_the_tool_server_does_not_starve_honest_miners(tmp_path: Path) -> None:
