@@ -42,6 +42,7 @@ AGENT_OPTIONS: dict[str, Any] = {
     "stop_after_recommend": True,
 }
 CHAT_FORMAT = "arena-tools-compact"
+# The metrics of results.json the benchmark reports for each model.
 REPORTED = ("asr", "process", "hallucinated_ids", "tool_calls")
 # `arena curate` arguments of the two exports: axis-B and mixed traces converted into agentic
 # trajectories (which needs the index they were judged on), or native axis-A rows only (what
@@ -195,11 +196,7 @@ def headline(results: dict[str, Any]) -> dict[str, Any]:
     metrics = results["overall"]["metrics"]
     return {
         "tasks": results["overall"]["tasks"],
-        **{
-            name: metrics[name]
-            for name in ("asr", "process", "hallucinated_ids", "tool_calls")
-            if name in metrics
-        },
+        **{name: metrics[name] for name in REPORTED if name in metrics},
         "pass_at_k": results["overall"].get("pass_at_k"),
     }
 

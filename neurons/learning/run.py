@@ -48,6 +48,8 @@ def train_and_export(steps: Steps, plan: LearnPlan, rows: list[dict[str, Any]], 
     from neurons.learning.rows import render_rows
     from neurons.learning.train import train
 
+    if not rows:  # nothing to render or train: skip the model load (about half a minute)
+        return {"rows": 0, "examples": 0, "trained": False}
     model, tokenizer = steps.timed(f"load-{name}", lambda: load_policy(model_path()))
     rendered = render_rows(rows, _tools(), tokenizer, max_tokens=plan.max_tokens)
     report: dict[str, Any] = {
