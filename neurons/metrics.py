@@ -48,6 +48,14 @@ TOOLSERVER_REQUESTS = Counter(
     "arena_toolserver_requests_total", "Tool server HTTP requests, by status code.", ["code"]
 )
 
+# ---------------------------------------------------------------- public ports (neurons.serving)
+HTTP_REFUSED_CONNECTIONS = Counter(
+    "arena_http_refused_connections_total",
+    "Connections a public port refused at accept time or cut off, by reason (peer_pending, "
+    "peer_connections, max_connections, evicted, head_timeout, body_timeout).",
+    ["reason"],
+)
+
 # ---------------------------------------------------------------- judging
 JUDGMENTS = Counter("arena_judgments_total", "Judgments made, by verdict and axis.", ["verdict", "axis"])
 JUDGE_DURATION = Histogram(
