@@ -13,9 +13,10 @@ heavier half-open peer can yield one (``ConnectionBounds``); a watchdog closes a
 has not sent a complete request head within ``header_seconds`` of opening or of its last
 response, or whose body is still arriving ``body_seconds`` after its head. Each refusal is
 counted in ``arena_http_refused_connections_total{reason}`` and logged at most once per
-``LOG_INTERVAL`` with the counts held back. At the descriptor limit the event loop logs
-``socket.accept() out of system resource`` on every retry; :class:`RateLimitedAcceptLog` lets
-one such line through per interval, with the count it held back.
+``LOG_INTERVAL`` with the counts held back; ``arena_http_open_connections`` is the process's
+port's open count. At the descriptor limit the event loop logs ``socket.accept() out of system
+resource`` on every retry; :class:`RateLimitedAcceptLog` lets one such line through per
+interval, with the count it held back.
 """
 
 from __future__ import annotations
@@ -36,10 +37,17 @@ logger = logging.getLogger(__name__)
 
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 _TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 _ACCEPT_MESSAGE = "socket.accept() out of system resource"
 LOG_INTERVAL = 10.0
 CutOff = Literal[
-    "peer_pending", "peer_connections", "max_connections", "evicted", "head_timeout", "body_timeout"
+    "peer_pending",
+    "peer_connections",
+    "max_connections",
+    "evicted",
+    "head_timeout",
+    "body_timeout",
+    "head_too_large",
 ]
 CUT_OFF_REASONS: tuple[CutOff, ...] = get_args(CutOff)
 
@@ -86,6 +94,7 @@ class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         self._bounds, self._ledger, self._refusals = bounds, ledger, refusals
         self._admitted = False
         self._peer: str | None = None
+        self._head_bytes = 0  # of the request head under way
 
     def connection_made(self, transport: Any) -> None:
         """Book the connection, or refuse it (a 503, closed) before anything is read."""
@@ -101,24 +110,35 @@ class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
             self._refusals.note("evicted", admission.evicted._peer)
             admission.evicted._close(_BUSY)
         self._admitted = True
+        metrics.HTTP_OPEN_CONNECTIONS.set(self._ledger.total)
         super().connection_made(transport)
         self._phase: tuple[object, str] = (None, "head")
         self._since = time.monotonic()
         self._watch = self.loop.call_later(self._tick(), self._check)
 
     def data_received(self, data: bytes) -> None:
-        """Parse as uvicorn does; the first complete request head ends the half-open phase."""
+        """Parse as uvicorn does; the head is bounded here, and its end ends the half-open phase."""
         if not self._admitted:
             return
+        if self.cycle is None or self.cycle.response_complete:  # waiting for a request head
+            # Bounded here, not by the parser: h11 caps an incomplete head, httptools does not.
+            end = data.find(b"\r\n\r\n")
+            self._head_bytes += len(data) if end < 0 else end + 4
+            if self._head_bytes > self._bounds.max_header_bytes:
+                self._refusals.note("head_too_large", self._peer)
+                self._close(_TOO_LARGE)
+                return
         super().data_received(data)
-        if self.cycle is not None:  # a complete request head arrived: no longer half-open
-            self._ledger.heard(self)
+        if self.cycle is not None and not self.cycle.response_complete:  # a complete head arrived
+            self._ledger.heard(self)  # no longer half-open
+            self._head_bytes = 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Off the books, and uvicorn's own clean-up for an admitted connection."""
         self._ledger.release(self)
         if not self._admitted:
             return
+        metrics.HTTP_OPEN_CONNECTIONS.set(self._ledger.total)
         self._watch.cancel()
         super().connection_lost(exc)
 
