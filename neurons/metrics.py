@@ -56,7 +56,7 @@ HTTP_REFUSED_CONNECTIONS = Counter(
     ["reason"],
 )
 HTTP_OPEN_CONNECTIONS = Gauge(
-    "arena_http_open_connections",
+    "arena_http_open_connections_size",
     "Connections the public port holds open now (its cap: ARENA_SERVING__MAX_CONNECTIONS).",
     multiprocess_mode="livesum",
 )

@@ -13,7 +13,7 @@ heavier half-open peer can yield one (``ConnectionBounds``); a watchdog closes a
 has not sent a complete request head within ``header_seconds`` of opening or of its last
 response, or whose body is still arriving ``body_seconds`` after its head. Each refusal is
 counted in ``arena_http_refused_connections_total{reason}`` and logged at most once per
-``LOG_INTERVAL`` with the counts held back; ``arena_http_open_connections`` is the process's
+``LOG_INTERVAL`` with the counts held back; ``arena_http_open_connections_size`` is the process's
 port's open count. At the descriptor limit the event loop logs ``socket.accept() out of system
 resource`` on every retry; :class:`RateLimitedAcceptLog` lets one such line through per
 interval, with the count it held back.

@@ -151,9 +151,11 @@ def honest_traces(net: LocalNetwork) -> list[JudgedTrace]:
 
 
 def open_connections(process: Process) -> float:
-    """``arena_http_open_connections`` of ``process``, asked as an honest peer (patient: a busy host)."""
+    """``arena_http_open_connections_size`` of ``process``, asked as an honest peer (patient: a busy host)."""
     text = httpx.get(f"{process.base}/metrics", timeout=60.0).text
-    (family,) = [f for f in text_string_to_metric_families(text) if f.name == "arena_http_open_connections"]
+    (family,) = [
+        f for f in text_string_to_metric_families(text) if f.name == "arena_http_open_connections_size"
+    ]
     return sum(sample.value for sample in family.samples)
 
 
