@@ -48,6 +48,19 @@ TOOLSERVER_REQUESTS = Counter(
     "arena_toolserver_requests_total", "Tool server HTTP requests, by status code.", ["code"]
 )
 
+# ---------------------------------------------------------------- public ports (neurons.serving)
+HTTP_REFUSED_CONNECTIONS = Counter(
+    "arena_http_refused_connections_total",
+    "Connections a public port refused at accept time or cut off, by reason (peer_pending, "
+    "peer_connections, max_connections, evicted, head_timeout, body_timeout, head_too_large).",
+    ["reason"],
+)
+HTTP_OPEN_CONNECTIONS = Gauge(
+    "arena_http_open_connections_size",
+    "Connections the public port holds open now (its cap: ARENA_SERVING__MAX_CONNECTIONS).",
+    multiprocess_mode="livesum",
+)
+
 # ---------------------------------------------------------------- judging
 JUDGMENTS = Counter("arena_judgments_total", "Judgments made, by verdict and axis.", ["verdict", "axis"])
 JUDGE_DURATION = Histogram(

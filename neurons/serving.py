@@ -1,99 +1,173 @@
-"""Slow-loris bounds for every public port: header and body read time, connections per port, the accept log.
+"""Slow-loris bounds for every public port: read times, connections in all and per peer, the logs.
 
 uvicorn bounds the idle time between requests (``timeout_keep_alive``) and the size of a
 request head (h11's incomplete-event limit) but not the time a client may take to send it:
 a connection that opens and sends nothing, or one header byte a second, is held forever, and
 ``limit_concurrency`` only answers 503 once a request head has arrived, so 3,000 half-open
-sockets fill the process's descriptors and every honest request times out. The protocol made
-by :func:`guarded_protocol` (uvicorn's own, httptools or h11, with a watchdog) closes a
-connection that has not sent a complete request head within ``header_seconds`` of opening or of
-its last response, or whose body is still arriving ``body_seconds`` after its head, and refuses
-(closes at once) connections past ``max_connections``. At the descriptor limit the event loop
-logs ``socket.accept() out of system resource`` on every retry; :class:`RateLimitedAcceptLog`
-lets one such line through per interval, with the count it held back.
+sockets fill the process's descriptors and every honest request times out. The protocol that
+:func:`uvicorn_options` hands uvicorn (its own, httptools or h11, with a guard) books every
+connection in the server's :class:`~neurons.connection_ledger.ConnectionLedger` at accept time
+and closes it at once, before the parser sees a byte, when its peer (source address) holds too
+many connections or too many still sending their first head, or when the port is full and no
+heavier half-open peer can yield one (``ConnectionBounds``); a watchdog closes a connection that
+has not sent a complete request head within ``header_seconds`` of opening or of its last
+response, or whose body is still arriving ``body_seconds`` after its head. Each refusal is
+counted in ``arena_http_refused_connections_total{reason}`` and logged at most once per
+``LOG_INTERVAL`` with the counts held back; ``arena_http_open_connections_size`` is the process's
+port's open count. At the descriptor limit the event loop logs ``socket.accept() out of system
+resource`` on every retry; :class:`RateLimitedAcceptLog` lets one such line through per
+interval, with the count it held back.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any
+from collections import Counter
+from typing import Any, Literal, get_args
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from neurons import metrics
+from neurons.connection_ledger import ConnectionLedger, peer_of
+from neurons.settings import ConnectionBounds
 
 logger = logging.getLogger(__name__)
 
 _BUSY = b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 _TIMEOUT = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 _ACCEPT_MESSAGE = "socket.accept() out of system resource"
+LOG_INTERVAL = 10.0
+CutOff = Literal[
+    "peer_pending",
+    "peer_connections",
+    "max_connections",
+    "evicted",
+    "head_timeout",
+    "body_timeout",
+    "head_too_large",
+]
+CUT_OFF_REASONS: tuple[CutOff, ...] = get_args(CutOff)
 
 
-@dataclass(frozen=True)
-class ConnectionBounds:
-    """How long a client may take to send a request, and how many connections one port holds."""
+class RefusalLog:
+    """One ``connections_refused`` line per ``interval`` seconds, with the counts by reason since the last."""
 
-    header_seconds: float = 10.0
-    body_seconds: float = 30.0
-    max_connections: int = 1024
-    keep_alive_seconds: int = 5
-    max_header_bytes: int = 16 * 1024
+    def __init__(self, interval: float = LOG_INTERVAL) -> None:
+        self.interval = interval
+        self._last = -float("inf")
+        self._held: Counter[str] = Counter()
+
+    def note(self, reason: CutOff, peer: str | None) -> None:
+        """Count a refusal in the metric; log it, with those held back, if the interval has passed."""
+        metrics.HTTP_REFUSED_CONNECTIONS.labels(reason).inc()
+        self._held[reason] += 1
+        now = time.monotonic()
+        if now - self._last < self.interval:
+            return
+        counts = " ".join(f"{name}={count}" for name, count in sorted(self._held.items()))
+        logger.warning(
+            "connections_refused last_reason=%s last_peer=%s %s in_last_s=%g",
+            reason,
+            peer,
+            counts,
+            min(now - self._last, self.interval),
+        )
+        self._last = now
+        self._held.clear()
 
 
-def guarded_protocol(bounds: ConnectionBounds, base: type[asyncio.Protocol] = AutoHTTPProtocol) -> type:
-    """Uvicorn's HTTP protocol class ``base`` with the read-time and connection bounds (``http=``)."""
-    tick = min(bounds.header_seconds, bounds.body_seconds) / 4
+class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+    """uvicorn's HTTP protocol with the bounds of one server (built by :func:`uvicorn_options` only)."""
 
-    class Guarded(base):  # type: ignore[valid-type,misc]
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            if len(self.connections) > bounds.max_connections:
-                logger.debug("connection_refused reason=max_connections open=%d", len(self.connections))
-                transport.write(_BUSY)
-                transport.close()
+    def __init__(
+        self,
+        *args: Any,
+        bounds: ConnectionBounds,
+        ledger: ConnectionLedger[GuardedHTTPProtocol],
+        refusals: RefusalLog,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._bounds, self._ledger, self._refusals = bounds, ledger, refusals
+        self._admitted = False
+        self._peer: str | None = None
+        self._head_bytes = 0  # of the request head under way
+
+    def connection_made(self, transport: Any) -> None:
+        """Book the connection, or refuse it (a 503, closed) before anything is read."""
+        self._peer = peer_of(transport.get_extra_info("peername"))
+        admission = self._ledger.admit(self, self._peer)
+        if admission.refused is not None:
+            # Before uvicorn's own set-up and before a byte is read: a refusal costs one write.
+            self._refusals.note(admission.refused, self._peer)
+            transport.write(_BUSY)
+            transport.close()
+            return
+        if admission.evicted is not None:
+            self._refusals.note("evicted", admission.evicted._peer)
+            admission.evicted._close(_BUSY)
+        self._admitted = True
+        metrics.HTTP_OPEN_CONNECTIONS.set(self._ledger.total)
+        super().connection_made(transport)
+        self._phase: tuple[object, str] = (None, "head")
+        self._since = time.monotonic()
+        self._watch = self.loop.call_later(self._tick(), self._check)
+
+    def data_received(self, data: bytes) -> None:
+        """Parse as uvicorn does; the head is bounded here, and its end ends the half-open phase."""
+        if not self._admitted:
+            return
+        if self.cycle is None or self.cycle.response_complete:  # waiting for a request head
+            # Bounded here, not by the parser: h11 caps an incomplete head, httptools does not.
+            end = data.find(b"\r\n\r\n")
+            self._head_bytes += len(data) if end < 0 else end + 4
+            if self._head_bytes > self._bounds.max_header_bytes:
+                self._refusals.note("head_too_large", self._peer)
+                self._close(_TOO_LARGE)
                 return
-            self._phase: tuple[object, str] = (None, "head")
-            self._since = time.monotonic()
-            self._watch = self.loop.call_later(tick, self._check)
+        super().data_received(data)
+        if self.cycle is not None and not self.cycle.response_complete:  # a complete head arrived
+            self._ledger.heard(self)  # no longer half-open
+            self._head_bytes = 0
 
-        def connection_lost(self, exc: Exception | None) -> None:
-            watch = getattr(self, "_watch", None)
-            if watch is not None:
-                watch.cancel()
-            super().connection_lost(exc)
+    def connection_lost(self, exc: Exception | None) -> None:
+        """Off the books, and uvicorn's own clean-up for an admitted connection."""
+        self._ledger.release(self)
+        if not self._admitted:
+            return
+        metrics.HTTP_OPEN_CONNECTIONS.set(self._ledger.total)
+        self._watch.cancel()
+        super().connection_lost(exc)
 
-        def _check(self) -> None:
-            # Phases: waiting for a request head (at open, or after a response), reading its
-            # body, or the app at work (bounded by the app's own deadlines, not here).
-            cycle, now = self.cycle, time.monotonic()
-            if cycle is None or cycle.response_complete:
-                kind, limit = "head", bounds.header_seconds
-            elif cycle.more_body:
-                kind, limit = "body", bounds.body_seconds
-            else:
-                kind, limit = "app", float("inf")
-            if (cycle, kind) != self._phase:
-                self._phase, self._since = (cycle, kind), now
-            if now - self._since > limit:
-                self._drop(f"{kind}_timeout", answer=kind == "head")
-                return
-            self._watch = self.loop.call_later(tick, self._check)
+    def _tick(self) -> float:
+        return min(self._bounds.header_seconds, self._bounds.body_seconds) / 4
 
-        def _drop(self, reason: str, *, answer: bool) -> None:
-            logger.debug("connection_dropped reason=%s", reason)
-            if answer:  # no response under way: say why before closing
-                self.transport.write(_TIMEOUT)
-            self.transport.close()
+    def _check(self) -> None:
+        # Phases: waiting for a request head (at open, or after a response), reading its
+        # body, or the app at work (bounded by the app's own deadlines, not here).
+        cycle, now = self.cycle, time.monotonic()
+        if cycle is None or cycle.response_complete:
+            kind, limit = "head", self._bounds.header_seconds
+        elif cycle.more_body:
+            kind, limit = "body", self._bounds.body_seconds
+        else:
+            kind, limit = "app", float("inf")
+        if (cycle, kind) != self._phase:
+            self._phase, self._since = (cycle, kind), now
+        if now - self._since > limit:
+            self._refusals.note("head_timeout" if kind == "head" else "body_timeout", self._peer)
+            self._close(_TIMEOUT if kind == "head" else None)  # no response under way: say why
+            return
+        self._watch = self.loop.call_later(self._tick(), self._check)
 
-    Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
-    return Guarded
-
-
-GuardedHTTPProtocol = guarded_protocol(ConnectionBounds())
-"""The default-bounded protocol, importable by name (``http="neurons.serving:GuardedHTTPProtocol"``),
-so several uvicorn workers, which import their config in a fresh process, get it too."""
-GuardedHTTPProtocol.__qualname__ = GuardedHTTPProtocol.__name__ = "GuardedHTTPProtocol"
+    def _close(self, answer: bytes | None) -> None:
+        self._ledger.release(self)
+        if answer is not None:
+            self.transport.write(answer)
+        self.transport.close()
 
 
 class RateLimitedAcceptLog(logging.Filter):
@@ -128,10 +202,16 @@ def install_accept_log_limit(interval: float = 10.0) -> None:
 
 
 def uvicorn_options(bounds: ConnectionBounds | None = None) -> dict[str, Any]:
-    """The uvicorn ``Config`` options that bound a public port (pass as ``**``; default bounds by name)."""
-    protocol: Any = "neurons.serving:GuardedHTTPProtocol" if bounds is None else guarded_protocol(bounds)
+    """The uvicorn ``Config`` options that bound one public port (pass as ``**``, once per server).
+
+    The protocol comes with a fresh ledger: every server that takes these options shares it, so
+    build them per port. They pickle (uvicorn's worker processes each get their own empty ledger).
+    """
     bounds = bounds or ConnectionBounds()
     install_accept_log_limit()
+    protocol = functools.partial(
+        GuardedHTTPProtocol, bounds=bounds, ledger=ConnectionLedger(bounds), refusals=RefusalLog()
+    )
     return {
         "http": protocol,
         "timeout_keep_alive": bounds.keep_alive_seconds,

@@ -14,6 +14,7 @@ current names, with a ``FutureWarning`` naming the new variable.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import warnings
 from collections.abc import Mapping
@@ -39,6 +40,47 @@ class Section(BaseModel):
     """A frozen group of settings, read from ``ARENA_<SECTION>__<FIELD>``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ConnectionBounds(Section):
+    """How a public port bounds its clients (``ARENA_SERVING__*``, ``neurons.serving``).
+
+    Read times and the head size, connections in all, and per peer (a source address; an IPv6
+    /64): open at once, and pending (no complete first request head yet, what a slow-loris
+    holds). Peers in ``exempt_networks`` skip the per-peer bounds: a reverse proxy in front.
+    """
+
+    header_seconds: float = Field(
+        default=10.0, gt=0, le=600, description="Seconds a client may take to send a request head."
+    )
+    body_seconds: float = Field(
+        default=30.0, gt=0, le=3600, description="Seconds a request body may take after its head."
+    )
+    keep_alive_seconds: int = Field(
+        default=5, ge=1, le=600, description="Seconds an idle connection is kept."
+    )
+    max_header_bytes: int = Field(
+        default=16 * 1024, ge=1024, le=1024 * 1024, description="Largest request head read."
+    )
+    max_connections: int = Field(
+        default=1024, ge=1, le=1_000_000, description="Connections the port holds open at once."
+    )
+    max_connections_per_peer: int = Field(
+        default=256, ge=1, le=1_000_000, description="Connections one peer (source address) holds at once."
+    )
+    max_pending_per_peer: int = Field(
+        default=64, ge=1, le=1_000_000, description="Connections of one peer still sending their first head."
+    )
+    exempt_networks: tuple[str, ...] = Field(
+        default=(), description="Networks (CIDRs) whose peers skip the per-peer bounds: a reverse proxy."
+    )
+
+    @field_validator("exempt_networks")
+    @classmethod
+    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            ipaddress.ip_network(entry, strict=False)  # e.g. 10.0.0.5/32 or fd00::/8
+        return value
 
 
 class _RenamedVariables(PydanticBaseSettingsSource):

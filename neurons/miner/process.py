@@ -123,7 +123,7 @@ def run(settings: MinerSettings) -> None:
         "host": settings.host,
         "port": settings.port,
         "log_config": None,
-        **uvicorn_options(),  # slow-loris bounds on the public port (neurons.serving)
+        **uvicorn_options(settings.serving),  # slow-loris bounds on the public port (neurons.serving)
     }
     logger.info(
         "miner_start network=%s netuid=%d port=%d workers=%d agent=%s",

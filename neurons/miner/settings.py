@@ -2,7 +2,8 @@
 
 The ``app`` section (``ARENA_APP__*``) is the ``MinerAppConfig`` the endpoint takes: whom it
 admits and how it bounds the work. Its fields were flat before (``ARENA_MIN_STAKE``...); those
-names are still read with a ``FutureWarning`` (``neurons.settings``).
+names are still read with a ``FutureWarning`` (``neurons.settings``). The ``serving`` section
+(``ARENA_SERVING__*``, ``neurons.settings.ConnectionBounds``) bounds the port's connections.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from neurons.settings import NeuronSettings, Section
+from neurons.settings import ConnectionBounds, NeuronSettings, Section
 
 
 class MinerAppConfig(Section):
@@ -67,6 +68,7 @@ class MinerSettings(NeuronSettings):
     )
 
     app: MinerAppConfig = Field(default_factory=MinerAppConfig)
+    serving: ConnectionBounds = Field(default_factory=ConnectionBounds)
 
     renamed = {name: ("app", name) for name in MinerAppConfig.model_fields}
 

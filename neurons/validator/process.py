@@ -83,7 +83,7 @@ async def serve(
         log_config=None,
         access_log=False,
         lifespan="on",
-        **uvicorn_options(),  # slow-loris bounds on the public port (neurons.serving)
+        **uvicorn_options(settings.serving),  # slow-loris bounds on the public port (neurons.serving)
     )
     server = uvicorn.Server(config)
     logger.info(

@@ -3,10 +3,12 @@
 Sections are frozen models nested under ``ValidatorSettings``, each named by its variables'
 prefix (``__`` nests): ``round`` (``ARENA_ROUND__*``: tasks and miners per round, episode
 budgets), ``client`` (``ARENA_CLIENT__*``: the bounds of calls to miners), ``pool``
-(``ARENA_POOL__*``: task rotation), ``judge`` (``ARENA_JUDGE__*``) and ``policy``
-(``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``). The code that uses a section takes it
-typed (``run_round(..., config: RoundConfig)``, ``MinerClient(limits=ClientLimits)``,
-``replenish(config=PoolConfig)``), so each default is written once: here.
+(``ARENA_POOL__*``: task rotation), ``judge`` (``ARENA_JUDGE__*``), ``policy``
+(``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``) and ``serving`` (``ARENA_SERVING__*``,
+``neurons.settings.ConnectionBounds``: the public port's read times and connection bounds).
+The code that uses a section takes it typed (``run_round(..., config: RoundConfig)``,
+``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
+``uvicorn_options(settings.serving)``), so each default is written once: here.
 
 The flat names these settings had before the sections (``ARENA_TASKS_PER_ROUND``...) are still
 read, below the new names, with a ``FutureWarning`` naming the new one (``RENAMED``,
@@ -25,7 +27,7 @@ from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
 from judging.config import DEFAULT_MAX_TURNS
 from judging.scores import ScorePolicy
-from neurons.settings import NeuronSettings, Section, _placeholder
+from neurons.settings import ConnectionBounds, NeuronSettings, Section, _placeholder
 
 
 class RoundConfig(Section):
@@ -214,6 +216,7 @@ class ValidatorSettings(NeuronSettings):
     pool: PoolConfig = Field(default_factory=PoolConfig)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
     policy: ScorePolicy = Field(default_factory=ScorePolicy)
+    serving: ConnectionBounds = Field(default_factory=ConnectionBounds)
 
     renamed = RENAMED
 

@@ -18,6 +18,7 @@ from judging.types import AXES, OUTAGE_CAUSES
 from neurons import metrics
 from neurons.errors import NeuronError
 from neurons.protocol import PROTOCOL_VERSION
+from neurons.serving import CUT_OFF_REASONS
 from neurons.validator.endpoints import ENDPOINT_CAUSES
 from neurons.validator.miner_client import OUR_FAULT_REASONS
 from neurons.validator.selfcheck import SELF_CHECK_CAUSES
@@ -118,3 +119,5 @@ def init_metrics() -> None:
         metrics.VALIDATOR_REFUSALS.labels(reason)
     for pool in POOLS:
         metrics.TASK_POOL_SIZE.labels(pool)
+    for reason in CUT_OFF_REASONS:
+        metrics.HTTP_REFUSED_CONNECTIONS.labels(reason)

@@ -1,17 +1,27 @@
-"""Slow-loris bounds on a real uvicorn server on loopback: silent, trickling, slow-body clients, the cap."""
+"""Slow-loris bounds on a real uvicorn server on loopback: silent, trickling, slow-body clients, the caps.
+
+Peers are told apart by source address: Linux routes all of 127.0.0.0/8 to the loopback, so a
+client bound to 127.0.0.2 is another peer than one on 127.0.0.1.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import pickle
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
+import pytest
 import uvicorn
 from fastapi import FastAPI, Request
 
-from neurons.serving import ConnectionBounds, RateLimitedAcceptLog, uvicorn_options
+from neurons import metrics
+from neurons.connection_ledger import ConnectionLedger
+from neurons.serving import LOG_INTERVAL, RateLimitedAcceptLog, RefusalLog, uvicorn_options
+from neurons.settings import ConnectionBounds
 
 # Generous outer bounds: the assertions are "closed at all", never "closed within N ms".
 PATIENCE = 20.0
@@ -31,24 +41,39 @@ def _app() -> FastAPI:
     return app
 
 
+Ledger = ConnectionLedger[Any]
+
+
 @asynccontextmanager
-async def served(bounds: ConnectionBounds) -> AsyncIterator[int]:
+async def served_with_ledger(bounds: ConnectionBounds) -> AsyncIterator[tuple[int, Ledger]]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        _app(), log_config=None, lifespan="off", access_log=False, **uvicorn_options(bounds)
-    )
+    options = uvicorn_options(bounds)
+    config = uvicorn.Config(_app(), log_config=None, lifespan="off", access_log=False, **options)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         await asyncio.sleep(0.01)
     try:
-        yield port
+        yield port, options["http"].keywords["ledger"]
     finally:
         server.should_exit = True
         await task
         sock.close()
+
+
+@asynccontextmanager
+async def served(bounds: ConnectionBounds) -> AsyncIterator[int]:
+    async with served_with_ledger(bounds) as (port, _):
+        yield port
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait for the server to have booked what the client side already did (accepts run later)."""
+    async with asyncio.timeout(PATIENCE):
+        while not condition():
+            await asyncio.sleep(0.01)
 
 
 async def _until_closed(reader: asyncio.StreamReader) -> bytes:
@@ -56,8 +81,12 @@ async def _until_closed(reader: asyncio.StreamReader) -> bytes:
         return await reader.read()  # to EOF: the server closed the connection
 
 
-async def _get(port: int) -> bytes:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+async def _open(port: int, source: str = "127.0.0.1") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    return await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+
+
+async def _get(port: int, source: str = "127.0.0.1") -> bytes:
+    reader, writer = await _open(port, source)
     writer.write(b"GET /ok HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
     answer = await _until_closed(reader)
     writer.close()
@@ -89,9 +118,9 @@ async def test_a_body_that_never_completes_is_cut_off() -> None:
 
 
 async def test_connections_past_the_cap_are_refused_at_once_and_honest_ones_get_through_later() -> None:
-    async with served(BOUNDS) as port:
+    async with served_with_ledger(BOUNDS) as (port, ledger):
         held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
-        await asyncio.sleep(0)
+        await until(lambda: ledger.total == 3)
         extra_r, extra_w = await asyncio.open_connection("127.0.0.1", port)
         assert (await _until_closed(extra_r)).startswith(b"HTTP/1.1 503")
         for reader, _ in held:  # the silent ones are dropped by the header bound
@@ -100,6 +129,96 @@ async def test_connections_past_the_cap_are_refused_at_once_and_honest_ones_get_
         for _, writer in held:
             writer.close()
         extra_w.close()
+
+
+async def test_a_request_head_past_the_size_bound_gets_a_431_whichever_parser_uvicorn_picked() -> None:
+    bounds = BOUNDS.model_copy(update={"max_header_bytes": 4096})
+    async with served(bounds) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /ok HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n")
+        assert (await _until_closed(reader)).startswith(b"HTTP/1.1 431")
+        writer.close()
+        # A head under the bound with a body over it in the same packets is fine.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        body = b"x" * 100_000
+        writer.write(b"POST /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n")
+        writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert b'{"bytes":100000}' in await _until_closed(reader)
+        writer.close()
+        # On a kept-alive connection the next head is bounded too, however it is split.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert (await reader.readuntil(b'{"ok":true}')).startswith(b"HTTP/1.1 200")
+        writer.write(b"GET /ok HTTP/1.1\r\nHost: t\r\n")
+        for _ in range(5):  # 5 KiB in pieces, each under the bound; then nothing more is sent
+            writer.write(b"X-Part: " + b"b" * 1000 + b"\r\n")
+            await writer.drain()
+        assert (await _until_closed(reader)).startswith(b"HTTP/1.1 431")
+        writer.close()
+
+
+PEER_BOUNDS = ConnectionBounds(max_connections=8, max_connections_per_peer=5, max_pending_per_peer=3)
+
+
+async def test_one_peers_half_open_sockets_past_its_caps_are_refused_and_another_peer_is_served() -> None:
+    async with served_with_ledger(PEER_BOUNDS) as (port, ledger):
+        held = [await _open(port, "127.0.0.2") for _ in range(3)]
+        await until(lambda: ledger.pending_of("127.0.0.2") == 3)
+        refused_r, refused_w = await _open(port, "127.0.0.2")
+        assert (await _until_closed(refused_r)).startswith(b"HTTP/1.1 503")
+        assert ledger.open_of("127.0.0.2") == 3
+        assert b'{"ok":true}' in await _get(port, "127.0.0.1")
+        for _, writer in [*held, (refused_r, refused_w)]:
+            writer.close()
+
+
+async def test_a_keep_alive_client_past_its_first_head_is_not_half_open() -> None:
+    async with served_with_ledger(PEER_BOUNDS) as (port, ledger):
+        reader, writer = await _open(port)
+        for _ in range(5):  # one connection, many requests: pending once, open throughout
+            writer.write(b"GET /ok HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert (await reader.readuntil(b'{"ok":true}')).startswith(b"HTTP/1.1 200")
+        assert (ledger.open_of("127.0.0.1"), ledger.pending_of("127.0.0.1")) == (1, 0)
+        writer.close()
+        await until(lambda: ledger.total == 0)
+
+
+async def test_at_the_port_cap_a_light_peer_evicts_the_heaviest_loris_and_is_served() -> None:
+    async with served_with_ledger(PEER_BOUNDS) as (port, ledger):
+        lorises = [await _open(port, f"127.0.0.{2 + i % 3}") for i in range(8)]  # 3, 3, 2 pending
+        await until(lambda: ledger.total == 8)
+        assert b'{"ok":true}' in await _get(port, "127.0.0.1")
+        # One of the two heaviest lost its oldest (a 503, then closed); the rest are still held.
+        reads = [asyncio.create_task(reader.read()) for reader, _ in lorises]
+        await until(lambda: any(read.done() for read in reads))
+        done = [i for i, read in enumerate(reads) if read.done()]
+        assert done in ([0], [1]) and reads[done[0]].result().startswith(b"HTTP/1.1 503")
+        assert ledger.pending_of("127.0.0.2") + ledger.pending_of("127.0.0.3") == 5
+        for read in reads:
+            read.cancel()
+        assert ledger.total == 7
+        for _, writer in lorises:
+            writer.close()
+
+
+async def test_refusals_are_counted_by_reason_and_logged_once_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    before = metrics.HTTP_REFUSED_CONNECTIONS.labels("peer_pending")._value.get()
+    log = RefusalLog()
+    with caplog.at_level(logging.WARNING, logger="neurons.serving"):
+        for _ in range(500):
+            log.note("peer_pending", "192.0.2.7")
+    assert metrics.HTTP_REFUSED_CONNECTIONS.labels("peer_pending")._value.get() == before + 500
+    lines = [r.getMessage() for r in caplog.records if "connections_refused" in r.getMessage()]
+    assert len(lines) == 1 and "last_peer=192.0.2.7" in lines[0] and LOG_INTERVAL == 10.0
+
+
+def test_the_options_pickle_for_worker_processes_each_with_empty_books() -> None:
+    options = uvicorn_options(PEER_BOUNDS)
+    copy = pickle.loads(pickle.dumps(options["http"]))
+    assert copy.keywords["bounds"] == PEER_BOUNDS and copy.keywords["ledger"].total == 0
+    assert uvicorn_options()["http"].keywords["ledger"] is not options["http"].keywords["ledger"]
 
 
 def test_the_accept_failure_line_is_rate_limited() -> None:
