@@ -55,7 +55,12 @@ class OutcomeScores(Frozen):
 
 
 class ProcessStats(Frozen):
-    """Raw counts describing how the agent worked (used by the process check and curation)."""
+    """Raw counts describing how the agent worked (used by the process check and curation).
+
+    ``questions`` (``ask_user`` calls the tool server logged) and ``questions_needed`` (the task's
+    held-back constraints) are left out of the stored form at 0, so verdicts stored before the
+    simulated shopper keep their shape and content hash.
+    """
 
     tool_calls: int = Field(default=0, ge=0)
     searches: int = Field(default=0, ge=0)
@@ -65,6 +70,16 @@ class ProcessStats(Frozen):
     loops: int = Field(default=0, ge=0)
     depth: int = Field(default=0, ge=0)
     tokens: int = Field(default=0, ge=0)
+    questions: int = Field(default=0, ge=0)
+    questions_needed: int = Field(default=0, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_questions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("questions", "questions_needed"):
+            if data.get(name) == 0:
+                data.pop(name, None)
+        return data
 
 
 class Versions(Frozen):
@@ -241,6 +256,21 @@ class ProcessEvidence(Evidence):
     stats: ProcessStats
 
 
+class ShopperEvidence(Evidence):
+    """The shopper check's evidence: questions asked and needed, what they revealed, what was refused.
+
+    ``asked`` counts the episode's logged ``ask_user`` calls (refused ones too); ``needed`` is the
+    number of held-back constraints (one question each); ``extra`` is ``asked - needed`` where
+    positive; ``revealed`` how many held-back constraints the answers stated.
+    """
+
+    asked: int = Field(ge=0)
+    needed: int = Field(ge=0)
+    extra: int = Field(ge=0)
+    revealed: int = Field(ge=0)
+    refused: int = Field(default=0, ge=0)
+
+
 class AxisEvidence(_SparseEvidence):
     """The axis check's evidence: the label, and either the nonce counts or the step counts behind it.
 
@@ -294,6 +324,7 @@ EVIDENCE: dict[str, tuple[type[Evidence], ...]] = {
     "axis": (AxisEvidence,),
     "reasoning": (ReasoningEvidence,),
     "duplicate": (DuplicateEvidence,),
+    "shopper": (ShopperEvidence,),
 }
 E = TypeVar("E", bound=Evidence)
 # Per evidence type: (its required keys, all its keys); a stored dict is tried only where it fits.
