@@ -49,6 +49,8 @@ SERVICE_PHRASES: dict[Service, str] = {
 # Spellings that mean the same word in a question and in an attribute key.
 _SYNONYMS = {"colour": "color", "colours": "color", "colors": "color", "sized": "size", "sizes": "size"}
 _KEY_FILLER = frozenset({"of", "and", "the", "for", "a", "an", "to", "in"})
+# Values too vague to be asked for by themselves ("yes" is in every yes-or-no question).
+_VAGUE_VALUES = frozenset({"yes", "no", "none", "other", "n/a"})
 _WORD = re.compile(r"[a-z0-9][a-z0-9+:.'-]*")
 
 Refusal = Literal["repeated", "too_many"]
@@ -89,13 +91,14 @@ def asks_for(constraint: HeldConstraint, asked: frozenset[str]) -> bool:
     """Whether a question with the words ``asked`` asks for ``constraint`` (names its topic or value).
 
     A service is asked for by any of its words or a word for services in general; an attribute
-    by every word of its key ("number of pieces") or every word of the value ("1000+").
+    by every word of its key ("number of pieces") or every word of the value ("1000+"), unless
+    the value is a bare yes or no.
     """
     if isinstance(constraint, HeldService):
         return bool(asked & _SERVICE_TOPICS[constraint.service])
     key = frozenset(words(constraint.key)) - _KEY_FILLER
     value = frozenset(words(constraint.value))
-    return bool(key and key <= asked) or bool(value and value <= asked)
+    return bool(key and key <= asked) or bool(value - _VAGUE_VALUES and value <= asked)
 
 
 def answer_question(profile: ShopperProfile, question: str) -> ShopperAnswer:

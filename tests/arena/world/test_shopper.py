@@ -68,6 +68,12 @@ def test_a_constraint_is_revealed_only_when_the_question_asks_for_it(
     assert names == revealed
 
 
+def test_a_bare_yes_or_no_value_is_asked_for_by_its_key_only() -> None:
+    profile = ShopperProfile(held_back=(HeldAttribute(item=0, key="waterproof", value="yes"),))
+    assert answer_question(profile, "Yes or no: do you need free shipping?").revealed == ()
+    assert answer_question(profile, "Does it have to be waterproof?").revealed == profile.held_back
+
+
 def test_answers_state_the_need_or_no_preference(ctx: ToolContext) -> None:
     assert answer(ctx, "Do you need free shipping?") == (False, "Yes: it has to have free shipping.")
     assert answer(ctx, "What number of pieces?") == (False, "Yes: the number of pieces has to be 1000+.")
