@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInva
 from arena.jsonkeys import unique_object
 from arena.tools import Arguments, ToolContext, run_call
 from arena.types import ToolLogEntry, canonical_json, result_hash
+from arena.world.shopper import ShopperSession
 
 logger = logging.getLogger(__name__)
 
@@ -213,6 +214,7 @@ class _Episode:
     opened_at: float
     calls: int = 0
     closed: bool = False
+    shopper: ShopperSession | None = None  # the simulated shopper of a world task (ask_user)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -250,8 +252,13 @@ class EpisodeRegistry:
         self._lock = threading.Lock()
         self._episodes: dict[str, _Episode] = {}
 
-    def open_episode(self, task_id: str, miner_hotkey: str, budgets: Budgets) -> tuple[str, str]:
+    def open_episode(
+        self, task_id: str, miner_hotkey: str, budgets: Budgets, *, shopper: ShopperSession | None = None
+    ) -> tuple[str, str]:
         """Open an episode and return ``(episode_id, token)``.
+
+        ``shopper`` answers the episode's ``ask_user`` calls (a world task's hidden profile, tool
+        set arena-3); without one, ``ask_user`` is an error result.
 
         Raises:
             BudgetExhausted: the registry is full even after pruning expired episodes.
@@ -265,7 +272,9 @@ class EpisodeRegistry:
                 self._prune_locked(now)
             if len(self._episodes) >= self._max_episodes:
                 raise BudgetExhausted(f"too many open episodes ({self._max_episodes}); try again later")
-            self._episodes[episode_id] = _Episode(claims=claims, budgets=budgets, opened_at=now)
+            self._episodes[episode_id] = _Episode(
+                claims=claims, budgets=budgets, opened_at=now, shopper=shopper
+            )
         logger.debug("episode_open episode=%s task=%s hotkey=%s", episode_id, task_id, miner_hotkey)
         return episode_id, self._tokens.mint(claims)
 
@@ -337,7 +346,9 @@ class EpisodeRegistry:
         """
         if self._clock() >= claims.expires_at:
             raise TokenExpired(f"episode token expired at {claims.expires_at}")
-        seq = self._charge(claims)
+        seq, episode = self._charge(claims)
+        if episode.shopper is not None:
+            ctx = replace(ctx, shopper=episode.shopper)
         entry = run_logged(
             name, arguments, ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now
         )
@@ -371,7 +382,7 @@ class EpisodeRegistry:
             raise EpisodeClosed("episode is closed")
         return episode
 
-    def _charge(self, claims: TokenClaims) -> int:
+    def _charge(self, claims: TokenClaims) -> tuple[int, _Episode]:
         episode = self._open_episode(claims)
         with episode.lock:
             if episode.closed:
@@ -383,7 +394,7 @@ class EpisodeRegistry:
                 raise BudgetExhausted(f"wall-time budget spent ({episode.budgets.max_seconds:g} s)")
             seq = episode.calls
             episode.calls += 1
-        return seq
+        return seq, episode
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)

@@ -29,6 +29,8 @@ class JudgeConfig:
     success_weight: float = 0.6
     grounding_floor: float = 0.5
     reasoning_floor: float = 0.8
+    # What each ask_user question beyond those needed takes off a success's share (success_weight).
+    question_penalty: float = 0.2
     hallucination_zeroes: bool = True
     judge_retries: int = 2
     judge_timeout_s: float = 60.0
@@ -37,7 +39,7 @@ class JudgeConfig:
     catalog_version: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("title_threshold", "knowledge_title_threshold", "success_weight"):
+        for name in ("title_threshold", "knowledge_title_threshold", "success_weight", "question_penalty"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1]")
         for name in ("grounding_floor", "reasoning_floor"):

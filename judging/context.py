@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Protocol
 
 from arena.types import Product, Task, ToolCall, ToolLogEntry, Trajectory
+from arena.world.types import ShopperProfile
 from judging.answer import Answer, final_answer
 from judging.config import JudgeConfig
 from judging.facts import ResultFacts, logged_facts
@@ -71,6 +72,8 @@ class JudgingContext:
         products: catalog lookup.
         config: thresholds, budgets and coefficients.
         completer: the LLM reasoning judge, or None to leave reasoning unscored.
+        profile: the hidden shopper profile of a world task (``ask_user``, tool set arena-3);
+            None for a task without one (then no shopper check runs).
     """
 
     task: Task
@@ -79,6 +82,7 @@ class JudgingContext:
     log: Sequence[ToolLogEntry] = ()
     config: JudgeConfig = field(default_factory=JudgeConfig)
     completer: Completer | None = None
+    profile: ShopperProfile | None = None
 
     @cached_property
     def calls(self) -> tuple[ToolCall, ...]:

@@ -9,7 +9,7 @@ coroutine function run after them, and only when they have not zeroed the score 
 The score, in one place::
 
     if rejected or fabricated (or, by default, a recommended id was never seen): score = 0
-    outcome   = w * success + (1 - w) * partial           w = success_weight (0.6)
+    outcome   = w * success * questions + (1 - w) * partial    w = success_weight (0.6)
     grounding = g0 + (1 - g0) * grounding_value           g0 = grounding_floor (0.5)
     reasoning = r0 + (1 - r0) * reasoning_value           r0 = reasoning_floor (0.8)
                 1 (neutral) when the reasoning check is unscored
@@ -19,6 +19,14 @@ The score, in one place::
 for intents that have one; a success has partial 1. With these defaults any successful, clean
 trajectory (at worst 1 * 0.5 * 0.8 = 0.4) outscores any failed one (below 0.4 * 1 * 1): outcome
 dominates, and the coefficients only order trajectories of equal outcome.
+
+``questions`` is the shopper check's value (``judging.shopper``), for a task with a hidden
+shopper profile: ``max(0, 1 - question_penalty * extra)`` over the ``ask_user`` questions beyond
+those needed; 1 for a task without a profile. It scales the success share only, so a correct
+order earns up to 1.0, less for extra questions, and never less than it would as a miss (its
+outcome stays at or above ``1 - w``, the most a miss's outcome reaches). That floor holds at equal
+coefficients; a success with many extra questions can fall below a cleaner miss, as a success
+with poor grounding can.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 from arena.types import EpisodeEnd, Task, ToolLogEntry, Trajectory
+from arena.world.types import ShopperProfile
 from judging.axis import check_axis
 from judging.config import SCORER_VERSION, JudgeConfig
 from judging.context import Completer, JudgingContext, ProductLookup
@@ -38,6 +47,7 @@ from judging.grounding import check_grounding
 from judging.outcome import check_outcome
 from judging.process import check_process
 from judging.reasoning import check_reasoning, reasoning_check, skipped_reasoning, verdict_of
+from judging.shopper import check_shopper
 from judging.types import (
     AxisEvidence,
     Check,
@@ -61,11 +71,13 @@ __all__ = [
     "judge_rules",
     "judge_unanswered",
     "judgment_summary",
+    "rule_checks",
     "verdict",
 ]
 
-# The checks code runs, in the order they appear in a Judgment; the reasoning check (an LLM,
-# asynchronous) comes last and only when the rules have not already zeroed the score.
+# The checks code runs, in the order they appear in a Judgment; then the shopper check, for a
+# task with a hidden shopper profile only; the reasoning check (an LLM, asynchronous) comes last
+# and only when the rules have not already zeroed the score.
 RULE_CHECKS: tuple[Callable[[JudgingContext], Check], ...] = (
     check_outcome,
     check_format,
@@ -73,6 +85,13 @@ RULE_CHECKS: tuple[Callable[[JudgingContext], Check], ...] = (
     check_process,
     check_axis,
 )
+
+
+def rule_checks(ctx: JudgingContext) -> list[Check]:
+    """The checks code runs: ``RULE_CHECKS``, then the shopper check where the task has a profile."""
+    checks = [check(ctx) for check in RULE_CHECKS]
+    shopper = check_shopper(ctx)
+    return [*checks, shopper] if shopper is not None else checks
 
 
 def final_score(
@@ -83,11 +102,13 @@ def final_score(
     grounding: float | None,
     reasoning: float | None,
     config: JudgeConfig,
+    questions: float | None = None,
 ) -> float:
-    """Apply the module's formula (see the module docstring)."""
+    """Apply the module's formula (see the module docstring); ``questions`` None counts as 1."""
     if zeroed:
         return 0.0
-    outcome = config.success_weight * (1.0 if success else 0.0) + (1 - config.success_weight) * partial
+    kept = 1.0 if questions is None else questions
+    outcome = config.success_weight * (kept if success else 0.0) + (1 - config.success_weight) * partial
     g = 1.0 if grounding is None else config.grounding_floor + (1 - config.grounding_floor) * grounding
     r = 1.0 if reasoning is None else config.reasoning_floor + (1 - config.reasoning_floor) * reasoning
     return round(min(1.0, max(0.0, outcome * g * r)), 9)
@@ -102,6 +123,7 @@ async def judge(
     completer: Completer | None,
     config: JudgeConfig,
     executor: Executor | None = None,
+    profile: ShopperProfile | None = None,
 ) -> Judgment:
     """Judge one trajectory against its task, its tool log and the catalog.
 
@@ -117,13 +139,20 @@ async def judge(
         completer: The LLM reasoning judge, or None to leave reasoning unscored.
         config: Thresholds, budgets and coefficients.
         executor: Where the code's work runs (a bounded pool); None: inline, on the caller's thread.
+        profile: The hidden shopper profile of a world task (tool set arena-3), or None.
 
     Returns:
         The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
         components, axis, score and versions.
     """
     ctx = JudgingContext(
-        task=task, trajectory=trajectory, log=log, products=products, config=config, completer=completer
+        task=task,
+        trajectory=trajectory,
+        log=log,
+        products=products,
+        config=config,
+        completer=completer,
+        profile=profile,
     )
     if executor is None:
         checks, ask = _rules(ctx)
@@ -137,7 +166,7 @@ async def judge(
 
 def _rules(ctx: JudgingContext) -> tuple[list[Check], bool]:
     """The rule checks, and whether to ask the reasoning judge (its inputs then computed here too)."""
-    checks = [check(ctx) for check in RULE_CHECKS]
+    checks = rule_checks(ctx)
     ask = not (_zeroed(checks, ctx.config) and not ctx.config.judge_zeroed and ctx.completer is not None)
     if ask and not ctx.injection_signals and ctx.completer is not None:
         ctx.judge_messages  # noqa: B018 (a cached property: rendered here, off the event loop)
@@ -151,6 +180,7 @@ def judge_rules(
     log: Sequence[ToolLogEntry],
     products: ProductLookup,
     config: JudgeConfig,
+    profile: ShopperProfile | None = None,
 ) -> Judgment:
     """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
 
@@ -158,8 +188,10 @@ def judge_rules(
     leaves it; for callers that re-judge many trajectories without an LLM (curation's
     conversion stage) and need no event loop.
     """
-    ctx = JudgingContext(task=task, trajectory=trajectory, log=log, products=products, config=config)
-    checks = [check(ctx) for check in RULE_CHECKS]
+    ctx = JudgingContext(
+        task=task, trajectory=trajectory, log=log, products=products, config=config, profile=profile
+    )
+    checks = rule_checks(ctx)
     checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))
     return verdict(ctx, checks)
 
@@ -191,6 +223,7 @@ def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
     grounding_check = _check(checks, "grounding")
     grounding = grounding_check.evidence_as(GroundingEvidence)
     reasoning_check = _check(checks, "reasoning")
+    shopper_check = next((c for c in checks if c.name == "shopper"), None)
     score = final_score(
         zeroed=_zeroed(checks, config),
         success=outcome.success,
@@ -198,6 +231,7 @@ def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
         grounding=grounding_check.value,
         reasoning=reasoning_check.value,
         config=config,
+        questions=shopper_check.value if shopper_check is not None else None,
     )
     return Judgment(
         task_id=ctx.task.task_id,

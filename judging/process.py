@@ -22,6 +22,7 @@ from judging.types import Check, ProcessEvidence, ProcessStats
 
 SEARCH_TOOLS = ("find_product", "find_products_in_same_shop")
 VIEW_TOOL = "view_product_information"
+ASK_TOOL = "ask_user"
 LOOP_REPEATS = 3
 EFFICIENT_DEPTH = 12
 WEIGHTS = {"searched": 0.3, "verified": 0.4, "no_loops": 0.2, "efficiency": 0.1}
@@ -69,6 +70,9 @@ def process_stats(ctx: JudgingContext) -> tuple[ProcessStats, float]:
         loops=loops,
         depth=depth,
         tokens=ctx.tokens,
+        # The shopper's questions as the tool server logged them (``judging.shopper``).
+        questions=sum(1 for entry in ctx.log if entry.tool == ASK_TOOL),
+        questions_needed=len(ctx.profile.held_back) if ctx.profile is not None else 0,
     )
     return stats, verified_share
 

@@ -185,6 +185,21 @@ class ProcessEvidence(Evidence):
     stats: ProcessStats
 
 
+class ShopperEvidence(Evidence):
+    """The shopper check's evidence: questions asked and needed, what they revealed, what was refused.
+
+    ``asked`` counts the episode's logged ``ask_user`` calls (refused ones too); ``needed`` is the
+    number of held-back constraints (one question each); ``extra`` is ``asked - needed`` where
+    positive; ``revealed`` how many held-back constraints the answers stated.
+    """
+
+    asked: int = Field(ge=0)
+    needed: int = Field(ge=0)
+    extra: int = Field(ge=0)
+    revealed: int = Field(ge=0)
+    refused: int = Field(default=0, ge=0)
+
+
 class AxisEvidence(_SparseEvidence):
     """The axis check's evidence: the label, and either the nonce counts or the step counts behind it.
 
@@ -238,6 +253,7 @@ EVIDENCE: dict[str, tuple[type[Evidence], ...]] = {
     "axis": (AxisEvidence,),
     "reasoning": (ReasoningEvidence,),
     "duplicate": (DuplicateEvidence,),
+    "shopper": (ShopperEvidence,),
 }
 E = TypeVar("E", bound=Evidence)
 # Per evidence type: (its required keys, all its keys); a stored dict is tried only where it fits.

@@ -6,9 +6,9 @@ the rest of the code imports them from (it re-exports every name here).
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from arena.types import Frozen
 
@@ -44,7 +44,12 @@ class OutcomeScores(Frozen):
 
 
 class ProcessStats(Frozen):
-    """Raw counts describing how the agent worked (used by the process check and curation)."""
+    """Raw counts describing how the agent worked (used by the process check and curation).
+
+    ``questions`` (``ask_user`` calls the tool server logged) and ``questions_needed`` (the task's
+    held-back constraints) are left out of the stored form at 0, so verdicts stored before the
+    simulated shopper keep their shape and content hash.
+    """
 
     tool_calls: int = Field(default=0, ge=0)
     searches: int = Field(default=0, ge=0)
@@ -54,6 +59,16 @@ class ProcessStats(Frozen):
     loops: int = Field(default=0, ge=0)
     depth: int = Field(default=0, ge=0)
     tokens: int = Field(default=0, ge=0)
+    questions: int = Field(default=0, ge=0)
+    questions_needed: int = Field(default=0, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _leave_out_no_questions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("questions", "questions_needed"):
+            if data.get(name) == 0:
+                data.pop(name, None)
+        return data
 
 
 class Versions(Frozen):

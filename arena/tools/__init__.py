@@ -2,7 +2,8 @@
 
 Tool set ``sb-1`` (the default) is ShoppingBench's harness: find_product,
 view_product_information, recommend_product, terminate. ``arena-2`` adds
-find_products_in_same_shop and calculate_voucher.
+find_products_in_same_shop and calculate_voucher. ``arena-3`` adds ask_user, a question to the
+simulated shopper of a world task (``arena.world.shopper``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 
 from arena.arguments import MAX_ARGUMENT_CHARS, ArgumentError, parse_arguments
 from arena.tools import (
+    ask_user,
     calculate_voucher,
     find_product,
     find_products_in_same_shop,
@@ -54,7 +56,8 @@ TOOLSETS: dict[str, tuple[Tool[Any], ...]] = {
     DEFAULT_TOOLSET: _SB1,
     "arena-2": (*_SB1, find_products_in_same_shop.TOOL, calculate_voucher.TOOL),
 }
-_WIDEST = "arena-2"
+TOOLSETS["arena-3"] = (*TOOLSETS["arena-2"], ask_user.TOOL)
+_WIDEST = "arena-3"
 _MAX_NAME_CHARS = 64
 # A call's arguments as a tool takes them: the model's JSON text, or that text already read
 # by ``arena.arguments.parse_arguments`` (an object, or why it is not one).

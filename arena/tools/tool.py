@@ -14,6 +14,7 @@ from arena.types import ToolResult
 
 if TYPE_CHECKING:
     from arena.index import ProductIndex
+    from arena.world.shopper import ShopperSession
 
 # How many product ids one call may name; ShoppingBench has no cap, but an unbounded list is
 # an easy way to make one call fetch the whole catalog.
@@ -35,10 +36,15 @@ DEFAULT_TOOLSET = "sb-1"  # ShoppingBench's four tools (``arena.tools.TOOLSETS``
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may touch while it runs: the read-only index (or a world over one) and the tool set."""
+    """What a tool may touch while it runs: the index (or a world over one), the tool set, the shopper.
+
+    ``shopper`` is the episode's simulated shopper (``ask_user``, tool set arena-3); only that
+    tool reads it, and the episode registry sets it per episode (``arena.episode``).
+    """
 
     index: ProductIndex
     toolset: str = DEFAULT_TOOLSET
+    shopper: ShopperSession | None = None
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 - product tasks (``cheapest_in_stock``): a draft is drawn among the products that have another
   listing in this world; some of the gold product's own services or attributes are held back
-  from the request (the shopper profile); the ground truth is the cheapest in-stock listing with
+  from the request (the shopper profile), preferring those that decide the answer (the cheapest
+  listing that fits the request as stated breaks them); the ground truth is the cheapest in-stock listing with
   the same title that meets every constraint, stated or held back, at this world's prices;
 - voucher tasks (``world_voucher``): a shop basket whose voucher is one this world's shop offers
   and is valid on the world's date, its budget computed on this world's prices.
@@ -12,6 +13,7 @@ Change the world (a price, a stock level) and the ground truth follows.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Sequence
@@ -35,7 +37,11 @@ from arena.world.types import (
     WorldTask,
 )
 
+logger = logging.getLogger(__name__)
+
 WORLD_GENERATOR = "arena-world/1"
+# Drafts per product task: enough that most worlds find tasks whose held-back constraints decide.
+DRAFTS_PER_TASK = 4
 CHEAPEST_IN_STOCK = "It has to be in stock, and of the listings that fit I want the cheapest one."
 
 
@@ -83,22 +89,36 @@ def product_tasks(world: WorldOverlay, spec: WorldSpec, seed: bytes) -> list[Wor
     source = _Subset(world, tuple(contested)) if contested else world
     drafts, _ = generate_tasks(
         source,
-        n=spec.product_tasks * 2,
+        n=spec.product_tasks * DRAFTS_PER_TASK,
         seed=part_seed(seed, "product_tasks"),
         config=GenerateConfig(intents=("product",)),
         finder=make_finder(world),
     )
     rng = part_rng(seed, "profiles")
-    compiled: list[WorldTask] = []
+    compiled: list[tuple[bool, WorldTask]] = []
     for draft in drafts:
         task = cheapest_in_stock(draft, world, rng, held_back=spec.held_back)
         if task is not None and all(
-            t.task.gold[0].product_id != task.task.gold[0].product_id for t in compiled
+            t.task.gold[0].product_id != task.task.gold[0].product_id for _, t in compiled
         ):
-            compiled.append(task)
-        if len(compiled) == spec.product_tasks:
-            break
-    return compiled
+            compiled.append((not held_back_decides(draft, task, world), task))
+    # Tasks whose held-back constraints decide the answer first, then the others, each in draft order.
+    ranked = sorted(range(len(compiled)), key=lambda i: (compiled[i][0], i))[: spec.product_tasks]
+    logger.debug(
+        "world_product_tasks drafts=%d kept=%d deciding=%d",
+        len(drafts),
+        len(ranked),
+        sum(1 for i in ranked if not compiled[i][0]),
+    )
+    return [compiled[i][1] for i in sorted(ranked)]
+
+
+def held_back_decides(draft: Task, task: WorldTask, world: WorldOverlay) -> bool:
+    """Whether the request as stated (``draft``) has another ground truth than ``task`` (asking matters)."""
+    if not task.profile.held_back:
+        return False
+    stated = cheapest_in_stock(draft, world, random.Random(0), held_back=0)
+    return stated is None or stated.task.gold[0].product_id != task.task.gold[0].product_id
 
 
 def held_back_candidates(item: GoldItem, product: Product) -> list[HeldConstraint]:
@@ -134,21 +154,32 @@ def cheapest_in_stock(
     product = world.product(item.product_id)
     if product is None:
         return None
-    candidates = held_back_candidates(item, product)
-    held = tuple(
-        candidates[i] for i in sorted(rng.sample(range(len(candidates)), min(held_back, len(candidates))))
-    )
-    full = with_held_back(item, held)
     ids = [hit.product_id for hit in survivors(world, product.title) if hit.title == product.title]
     listings = world.products(sorted({*ids, product.product_id}))
     stock = world.stock_levels(list(listings))
-    fitting = sorted(
-        (p for p in listings.values() if stock.get(p.product_id, 1) > 0 and not unmet_constraints(p, full)),
-        key=lambda p: (p.price, p.product_id),
-    )
-    if not fitting:
+
+    def cheapest(wanted: GoldItem) -> Product | None:
+        fitting = sorted(
+            (
+                p
+                for p in listings.values()
+                if stock.get(p.product_id, 1) > 0 and not unmet_constraints(p, wanted)
+            ),
+            key=lambda p: (p.price, p.product_id),
+        )
+        return fitting[0] if fitting else None
+
+    candidates = held_back_candidates(item, product)
+    # Held back are, where there are any, constraints that decide the answer: the cheapest listing
+    # that fits the request as stated breaks them, so an agent that never asks picks wrong.
+    stated = cheapest(item)
+    deciding = [c for c in candidates if stated and unmet_constraints(stated, with_held_back(item, [c]))]
+    pool = deciding or candidates
+    held = tuple(pool[i] for i in sorted(rng.sample(range(len(pool)), min(held_back, len(pool)))))
+    full = with_held_back(item, held)
+    best = cheapest(full)
+    if best is None:
         return None
-    best = fitting[0]
     gold = full.model_copy(update={"product_id": best.product_id})
     task = Task(
         intent="product",

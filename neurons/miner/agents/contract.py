@@ -93,3 +93,11 @@ class Agent(Protocol):
 def prompt_text(name: str) -> str:
     """Return a bundled prompt file's text (``neurons/miner/agents/prompts/<name>``), stripped."""
     return (files("neurons.miner.agents") / "prompts" / name).read_text(encoding="utf-8").strip()
+
+
+ASK_TOOL = "ask_user"
+
+
+def system_prompt(base: str, tool_names: list[str]) -> str:
+    """The system prompt for an episode: ``base``, plus how to ask the customer where ask_user is offered."""
+    return f"{base}\n\n{prompt_text('ask_user.md')}" if ASK_TOOL in tool_names else base

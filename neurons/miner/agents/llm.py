@@ -19,7 +19,14 @@ import openai
 from openai import AsyncOpenAI
 
 from arena.types import Message, ToolResult, Usage
-from neurons.miner.agents.contract import AgentOutput, AgentRequest, AgentStop, ToolCaller, prompt_text
+from neurons.miner.agents.contract import (
+    AgentOutput,
+    AgentRequest,
+    AgentStop,
+    ToolCaller,
+    prompt_text,
+    system_prompt,
+)
 from neurons.miner.agents.schemas import constrain_tool_schemas
 from neurons.miner.agents.wire import assistant_message, forced_choice, run_call, wire_messages
 
@@ -88,7 +95,9 @@ class LLMAgent:
         deadline = loop.time() + request.deadline_s
         episode = _Episode(
             messages=[
-                Message(role="system", content=self.options.system_prompt),
+                Message(
+                    role="system", content=system_prompt(self.options.system_prompt, request.tool_names())
+                ),
                 Message(role="user", content=request.query),
             ]
         )

@@ -1,7 +1,10 @@
 """The scripted reference agent: a deterministic search loop with no model (the axis-B baseline).
 
-Python chooses every call: read the query with rules (:mod:`neurons.miner.agents.query`), search each
-item with the filters the rules found, look at the top candidates, pick the best match per item,
+Python chooses every call: read the query with rules (:mod:`neurons.miner.agents.query`), ask the
+customer about the usual unsaid needs where the tool set offers ``ask_user`` and the request gives
+reason to (a single request with no budget: a basket with a budget and a voucher is fully stated),
+search each item with the filters the rules found, look at the top candidates, pick the best match
+per item (the cheapest in stock among the best matches when the customer wants the cheapest),
 recommend, terminate. Its messages are still OpenAI chat format (assistant messages carrying
 ``tool_calls`` with templated content), so the judge's axis labelling meets a real harness.
 """
@@ -12,16 +15,33 @@ import asyncio
 import hashlib
 import json
 import logging
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arena.types import FunctionCall, Message, ToolCall, ToolResult
-from neurons.miner.agents.contract import AgentOutput, AgentRequest, AgentStop, ToolCaller, prompt_text
-from neurons.miner.agents.query import ItemSpec, ParsedQuery, parse_query
+from neurons.miner.agents.contract import (
+    ASK_TOOL,
+    AgentOutput,
+    AgentRequest,
+    AgentStop,
+    ToolCaller,
+    prompt_text,
+    system_prompt,
+)
+from neurons.miner.agents.query import ItemSpec, ParsedQuery, parse_query, read_item
 
 logger = logging.getLogger(__name__)
 
 SHOP_TRIES = 2  # how many candidate shops a same-shop request tries before giving up on one shop
+# How the scripted agent words each service it asks about (the shopper matches these words).
+SERVICE_QUESTIONS = {
+    "freeShipping": "free shipping",
+    "COD": "cash on delivery",
+    "official": "an official LazMall store",
+    "flashsale": "a flash sale",
+}
+_WANTS_CHEAPEST = ("cheapest", "lowest price")
 
 
 class _OutOfBudget(Exception):
@@ -89,14 +109,17 @@ async def scripted_agent(
     loop = asyncio.get_running_loop()
     run = _Run(request, call_tool, loop.time() + request.deadline_s, narrate)
     run.messages += [
-        Message(role="system", content=prompt_text("shopping_agent.md")),
+        Message(role="system", content=system_prompt(prompt_text("shopping_agent.md"), request.tool_names())),
         Message(role="user", content=request.query),
     ]
     parsed = parse_query(request.query)
     chosen: list[str] = []
     stop: AgentStop = "terminated"
     try:
-        chosen = await _choose(run, parsed, view_top)
+        if ASK_TOOL in request.tool_names() and parsed.budget is None and len(parsed.items) == 1:
+            parsed = await _ask(run, parsed)
+        cheapest = any(phrase in request.query.lower() for phrase in _WANTS_CHEAPEST)
+        chosen = await _choose(run, parsed, view_top, cheapest=cheapest)
         if chosen:
             await run.call(
                 "recommend_product", {"product_ids": ",".join(chosen)}, _say_recommend(chosen), reserve=1
@@ -117,7 +140,45 @@ async def scripted_agent(
     return AgentOutput(messages=run.messages, usage=None, stop=stop)
 
 
-async def _choose(run: _Run, parsed: ParsedQuery, view_top: int) -> list[str]:
+def question_for(item: ItemSpec) -> str:
+    """One question about the usual unsaid needs: the services the item does not name, brand, colour, size."""
+    unsaid = [words for service, words in SERVICE_QUESTIONS.items() if service not in item.services]
+    services = f"a particular service ({', '.join(unsaid)}), or " if unsaid else ""
+    return f"Before I search: do you need {services}a particular brand, colour or size?"
+
+
+async def _ask(run: _Run, parsed: ParsedQuery) -> ParsedQuery:
+    """Ask the customer once; what the answer states joins the item (services, attribute words)."""
+    item = parsed.items[0]
+    question = question_for(item)
+    result = await run.call(ASK_TOOL, {"question": question}, f"Asking the customer: {question}")
+    answer = _answer_text(result)
+    if not answer:
+        return parsed
+    services = tuple(dict.fromkeys((*item.services, *read_item(answer).services)))
+    # An attribute the answer states ("the number of pieces has to be 1000+") adds its value's
+    # words to the keywords, so the ranking prefers products that have it.
+    values = [m.group(1) for m in _ATTRIBUTE_ANSWER.finditer(answer)]
+    extra = [w for value in values for w in read_item(value).keywords or (value,) if w not in item.keywords]
+    keywords = tuple(dict.fromkeys((*item.keywords, *extra)))
+    return replace(parsed, items=(replace(item, services=services, keywords=keywords), *parsed.items[1:]))
+
+
+_ATTRIBUTE_ANSWER = re.compile(r"\bthe [\w ]+? has to be ([^;]+?)(?=;|\.?$)")
+
+
+def _answer_text(result: ToolResult) -> str:
+    if result.error:
+        return ""
+    try:
+        value = json.loads(result.content)
+    except json.JSONDecodeError:
+        return ""
+    answer = value.get("answer") if isinstance(value, dict) else None
+    return answer if isinstance(answer, str) else ""
+
+
+async def _choose(run: _Run, parsed: ParsedQuery, view_top: int, *, cheapest: bool = False) -> list[str]:
     hits = [await _search(run, item) for item in parsed.items]
     if parsed.same_shop:
         hits = await _same_shop(run, parsed.items, hits)
@@ -132,15 +193,22 @@ async def _choose(run: _Run, parsed: ParsedQuery, view_top: int) -> list[str]:
         details = _products_by_id(result)
     chosen: list[str] = []
     for item, item_hits in zip(parsed.items, hits, strict=True):
-        ranked = sorted(
-            enumerate(item_hits[:view_top]),
-            key=lambda pair: (
-                -match_score(item, {**pair[1], **details.get(pair[1]["product_id"], {})}, pair[0])
-            ),
-        )
+        merged = [{**hit, **details.get(hit["product_id"], {})} for hit in item_hits[:view_top]]
+        if cheapest:
+            # The best matches first, then the cheapest of them; a listing out of stock never.
+            in_stock = [p for p in merged if p.get("stock") != 0] or merged
+            ranked = sorted(in_stock, key=lambda p: (-match_score(item, p, 0), _price(p)))
+        else:
+            order = sorted(enumerate(merged), key=lambda pair: -match_score(item, pair[1], pair[0]))
+            ranked = [product for _, product in order]
         if ranked:
-            chosen.append(ranked[0][1]["product_id"])
+            chosen.append(ranked[0]["product_id"])
     return chosen
+
+
+def _price(product: dict[str, Any]) -> float:
+    price = product.get("price")
+    return float(price) if isinstance(price, int | float) else float("inf")
 
 
 async def _search(run: _Run, item: ItemSpec, shop_id: str | None = None) -> list[dict[str, Any]]:
