@@ -244,7 +244,8 @@ def main() -> None:
         index.close()
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     curate = results["curate"]
-    writer, convert, today, both = results["writer"], results["convert"], curate["today"], curate["with_conversion"]
+    writer, convert = results["writer"], results["convert"]
+    today, both = curate["today"], curate["with_conversion"]
     print(
         f"writer {writer['rate']} traces/s (CPU {writer['cpu_rate']}); conversion {convert['rate']} traces/s "
         f"(CPU {convert['cpu_rate']}; {convert['converted']}/{convert['traces']} converted, digest "
