@@ -15,6 +15,11 @@ baseline through a logging caller, judged by the rule checks). Then:
   in the same run, into the same kind of export: today's funnel (no converter: B aside) and
   with conversion; the ratio is what the issue's "no slower than half" is checked against.
 
+Every figure has a wall-clock rate and a CPU rate (this process's CPU time: what the work
+costs when another job shares the cores). ``digest`` fields hash what was produced (every
+conversion's ``arena convert`` line; the JSONL files of the export with conversion), so two
+runs of one world on two versions of the code show whether the output changed.
+
 Example: python bench/conversion.py
 Example: python bench/conversion.py --tasks 100 --n 2000
 
@@ -24,6 +29,7 @@ Writes bench/results/conversion.json.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -51,6 +57,7 @@ from storage.conversion.convert import (  # noqa: E402
     source_hash,
 )
 from storage.conversion.facts import task_facts  # noqa: E402
+from storage.conversion.lines import conversion_line  # noqa: E402
 from storage.conversion.pruning import prune  # noqa: E402
 from storage.conversion.template import TemplateWriter  # noqa: E402
 from storage.conversion.writing import TraceWriter, memoised  # noqa: E402
@@ -87,24 +94,37 @@ def _write(trace: JudgedTrace, writer: TemplateWriter, index: Any) -> None:
     writing.trajectory()
 
 
-def writer_rate(traces: list[JudgedTrace], index: Any, repeat: int) -> dict[str, Any]:
-    writer = TemplateWriter()
-    started = time.perf_counter()
-    for _ in range(repeat):
-        for trace in traces:
-            _write(trace, writer, index)
-    seconds = time.perf_counter() - started
+def _timed(n: int, seconds: float, cpu: float) -> dict[str, Any]:
+    """Wall and CPU seconds of ``n`` traces, and the rate on each."""
     return {
-        "traces": len(traces) * repeat,
         "seconds": round(seconds, 3),
-        "rate": round(len(traces) * repeat / seconds, 1),
+        "rate": round(n / seconds, 1),
+        "cpu_seconds": round(cpu, 3),
+        "cpu_rate": round(n / cpu, 1),
     }
 
 
+def writer_rate(traces: list[JudgedTrace], index: Any, repeat: int) -> dict[str, Any]:
+    writer = TemplateWriter()
+    started, cpu = time.perf_counter(), time.process_time()
+    for _ in range(repeat):
+        for trace in traces:
+            _write(trace, writer, index)
+    n = len(traces) * repeat
+    return {"traces": n, **_timed(n, time.perf_counter() - started, time.process_time() - cpu)}
+
+
+def _digest(lines: Any) -> str:
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(json.dumps(line, sort_keys=True, ensure_ascii=False).encode() + b"\n")
+    return digest.hexdigest()[:16]
+
+
 def convert_rate(traces: list[JudgedTrace], converter: Converter) -> tuple[dict[str, Any], list[Any]]:
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     results = [run_now(partial(convert_judged, trace, converter)) for trace in traces]
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     converted = [r for r in results if isinstance(r, Converted)]
     drops: dict[str, int] = {}
     for r in results:
@@ -116,8 +136,8 @@ def convert_rate(traces: list[JudgedTrace], converter: Converter) -> tuple[dict[
             "converted": len(converted),
             "dropped": drops,
             "pruned_calls": sum(len(c.pruned) for c in converted),
-            "seconds": round(seconds, 3),
-            "rate": round(len(traces) / seconds, 1),
+            **_timed(len(traces), seconds, cpu),
+            "digest": _digest(conversion_line(t, r) for t, r in zip(traces, results, strict=True)),
         },
         converted,
     )
@@ -170,19 +190,21 @@ def curation(traces: list[JudgedTrace], n: int, converter: Converter, root: Path
     config = CurationConfig(split_by="none")
     for name, conv in (("today", None), ("with_conversion", converter)):
         with sessions() as session:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             funnel = curate_and_export(session, root / f"export-{name}", config=config, converter=conv)
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         stages = {s["stage"]: s for s in funnel["stages"]}
+        exported = sorted((root / f"export-{name}").rglob("*.jsonl"))
         figures[name] = {
-            "seconds": round(seconds, 2),
-            "rate": round(n / seconds, 1),
+            **_timed(n, seconds, cpu),
+            "digest": _digest(f"{p.name}:{p.read_text(encoding='utf-8')}" for p in exported),
             "convert": {k: stages["convert"][k] for k in ("in", "out", "dropped")},
             "axis_aside": stages["axis"]["aside"],
             "exports": {k: sum(v.values()) for k, v in funnel["exports"].items()},
         }
     engine.dispose()
     figures["ratio"] = round(figures["with_conversion"]["rate"] / figures["today"]["rate"], 3)
+    figures["cpu_ratio"] = round(figures["with_conversion"]["cpu_rate"] / figures["today"]["cpu_rate"], 3)
     return figures
 
 
@@ -195,6 +217,7 @@ def main() -> None:
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
     }
     with tempfile.TemporaryDirectory() as tmp:
@@ -219,12 +242,16 @@ def main() -> None:
         print(f"detector: {results['detector']}", file=sys.stderr)
         results["curate"] = curation(traces, args.n, converter, root)
         index.close()
+    results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     curate = results["curate"]
+    writer, convert = results["writer"], results["convert"]
+    today, both = curate["today"], curate["with_conversion"]
     print(
-        f"writer {results['writer']['rate']} traces/s; conversion {results['convert']['rate']} traces/s "
-        f"({results['convert']['converted']}/{results['convert']['traces']} converted); curate {curate['n']} "
-        f"traces: today {curate['today']['rate']} traces/s, with conversion "
-        f"{curate['with_conversion']['rate']} traces/s (ratio {curate['ratio']}); narration template share "
+        f"writer {writer['rate']} traces/s (CPU {writer['cpu_rate']}); conversion {convert['rate']} traces/s "
+        f"(CPU {convert['cpu_rate']}; {convert['converted']}/{convert['traces']} converted, digest "
+        f"{convert['digest']}); curate {curate['n']} traces: today {today['rate']} traces/s (CPU "
+        f"{today['cpu_rate']}), with conversion {both['rate']} traces/s (CPU {both['cpu_rate']}; digest "
+        f"{both['digest']}): ratio {curate['ratio']} (CPU {curate['cpu_ratio']}); narration template share "
         f"{results['detector']['narration_template_share']}"
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)

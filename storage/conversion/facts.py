@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from arena.wording import normalise_text, stem
 DIGIT_TOKEN = re.compile(r"(?<![0-9A-Za-z_])[A-Za-z_]*[0-9][0-9A-Za-z_]*(?:-[0-9A-Za-z_]+)*(?:\.[0-9]+)?")
 # A number written with thousands separators ("1,446"): one number, not two.
 _GROUPED = re.compile(r"(?<![0-9.,])[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?(?![0-9])")
+_DIGITS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # what a grouped number's token can look like
 SEARCH_TOOLS = frozenset({"find_product", "find_products_in_same_shop"})
 ConstraintKind = Literal["price", "service", "sku", "attribute"]
 
@@ -49,6 +50,18 @@ def as_number(token: str) -> float | None:
         return float(token)
     except ValueError:
         return None
+
+
+def _grouped_form(token: str) -> str | None:
+    """How a grouped number with this token is written ("1446" -> "1,446"), or None when none has it."""
+    if not _DIGITS.fullmatch(token):
+        return None
+    whole, dot, decimals = token.partition(".")
+    if len(whole) <= 3:
+        return None
+    head = len(whole) % 3 or 3
+    groups = [whole[:head], *(whole[i : i + 3] for i in range(head, len(whole), 3))]
+    return ",".join(groups) + dot + decimals
 
 
 def digit_tokens(text: str) -> Iterable[str]:
@@ -226,33 +239,101 @@ def _read(text: str) -> Any:
 
 
 class FactTable:
-    """Everything the agent has seen, grown one logged call at a time (see the module docstring)."""
+    """Everything the agent has seen, grown one logged call at a time (see the module docstring).
+
+    The texts seen (the query, each call's arguments, each result) are kept as they are, and a
+    citation is looked up where it occurs instead of tokenising every text: a token of a text
+    occurs in it (case-folded), and where it occurs at a place a token can start (no ``-`` or
+    ``.`` before it, in an ASCII text, so case-folding moves no boundary) the token there is the
+    one :func:`digit_tokens` finds. Anything that check cannot settle reads the whole text's
+    tokens (once per text), so :meth:`seen_token` and :meth:`seen_number` answer what a full
+    tokenisation of everything seen would.
+    """
 
     def __init__(self, task: TaskFacts) -> None:
         self.task = task
         self.products: dict[str, ProductFacts] = {}
         self.searches: list[Search] = []
-        self.tokens: set[str] = set()
-        self.numbers: set[float] = set()
         self._texts: list[str] = []
         self._folded: list[str] = []  # the texts case-folded and spaced as ``shows`` compares them
+        self._tokens: list[frozenset[str] | None] = []  # each text's digit tokens, once read whole
+        self._numbers: list[frozenset[float] | None] = []  # the numbers those tokens spell
         self._seen(task.query)
 
     def _seen(self, text: str) -> None:
         self._texts.append(text)
-        new = set(digit_tokens(text)) - self.tokens  # results repeat ids and prices: read each once
-        self.tokens |= new
-        for token in new:
-            number = as_number(token)
-            if number is not None:
-                self.numbers.add(number_key(number))
+        self._tokens.append(None)
+        self._numbers.append(None)
+
+    def _fold(self, upto: int) -> None:
+        """Fold the texts up to index ``upto`` (in order: most look-ups stop at the query or a search)."""
+        for text in self._texts[len(self._folded) : upto + 1]:
+            self._folded.append(" ".join(text.casefold().split()))
+
+    def _read(self, i: int) -> tuple[frozenset[str], frozenset[float]]:
+        """Text ``i``'s digit tokens and their numbers (tokenised whole, once)."""
+        tokens, numbers = self._tokens[i], self._numbers[i]
+        if tokens is None or numbers is None:
+            tokens = self._tokens[i] = frozenset(digit_tokens(self._texts[i]))
+            spelt = (as_number(token) for token in tokens)
+            numbers = self._numbers[i] = frozenset(number_key(n) for n in spelt if n is not None)
+        return tokens, numbers
+
+    def _containing(self, needle: str) -> Iterator[int]:
+        """The texts whose folded form contains ``needle`` (every text that could hold it as a token)."""
+        for i in range(len(self._texts)):
+            self._fold(i)
+            if needle in self._folded[i]:
+                yield i
+
+    def _tokens_at(self, i: int, needle: str) -> Iterator[str]:
+        """The tokens of text ``i`` that start where ``needle`` occurs (see the class docstring)."""
+        if not self._texts[i].isascii():
+            return
+        folded = self._folded[i]
+        at = folded.find(needle)
+        while at >= 0:
+            if at == 0 or folded[at - 1] not in "-.":
+                match = DIGIT_TOKEN.match(folded, at)
+                if match:
+                    yield match.group(0)
+            at = folded.find(needle, at + 1)
+
+    def seen_token(self, token: str) -> bool:
+        """Whether ``token`` (case-folded, from :func:`digit_tokens`) is a digit token of anything seen.
+
+        A grouped number's token ("1446" for "1,446") is not in its text as written, so it is
+        looked for in the texts that hold its grouped form too.
+        """
+        containing = list(self._containing(token))
+        if any(token == found for i in containing for found in self._tokens_at(i, token)):
+            return True
+        if any(token in self._read(i)[0] for i in containing):
+            return True
+        grouped = _grouped_form(token)
+        return grouped is not None and any(token in self._read(i)[0] for i in self._containing(grouped))
+
+    def seen_number(self, key: float, token: str) -> bool:
+        """Whether any number seen has ``key`` (:func:`number_key`); ``token``: how the rationale writes it.
+
+        Where ``token`` occurs is looked at first ("329" finds "329.0"); then the texts that
+        contain it, then the others, are read whole (another spelling: "1e2" for 100).
+        """
+        containing = list(self._containing(token))
+        for i in containing:
+            for found in self._tokens_at(i, token):
+                number = as_number(found)
+                if number is not None and number_key(number) == key:
+                    return True
+        first = set(containing)
+        order = [*containing, *(i for i in range(len(self._texts)) if i not in first)]
+        return any(key in self._read(i)[1] for i in order)
 
     def shows(self, quoted: str) -> bool:
         """Whether ``quoted`` appears verbatim (case and spacing aside) in the query or anything seen."""
         wanted = " ".join(quoted.casefold().split())
-        for i, text in enumerate(self._texts):
-            if i == len(self._folded):  # folded on first need, in order: most quotes are the query's
-                self._folded.append(" ".join(text.casefold().split()))
+        for i in range(len(self._texts)):
+            self._fold(i)
             if wanted in self._folded[i]:
                 return True
         return False

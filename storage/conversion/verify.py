@@ -67,12 +67,14 @@ def derived_numbers(step: Step) -> set[float]:
 
 def _grounded(token: str, facts: FactTable, derived: set[float]) -> bool:
     token = token.rstrip(".-")
-    if not token or token in facts.tokens:
+    if not token:
         return True
     number = as_number(token)
-    if number is not None:
+    if number is not None:  # a number token seen is a number seen: the number alone decides
         key = number_key(number)
-        return key in facts.numbers or key in derived
+        return key in derived or facts.seen_number(key, token)  # the arithmetic first: it needs no reading
+    if facts.seen_token(token):
+        return True
     parts = [part for part in token.split("-") if part]
     return len(parts) > 1 and all(_grounded(part, facts, derived) for part in parts)
 
