@@ -212,6 +212,7 @@ class _Episode:
     claims: TokenClaims
     budgets: Budgets
     opened_at: float
+    token: str
     calls: int = 0
     closed: bool = False
     shopper: ShopperSession | None = None  # the simulated shopper of a world task (ask_user)
@@ -251,6 +252,9 @@ class EpisodeRegistry:
         self._max_episodes = max_episodes
         self._lock = threading.Lock()
         self._episodes: dict[str, _Episode] = {}
+        # The tokens minted here, so a call presenting one costs a lookup, not a MAC and a claims
+        # parse (the exact string was ours to make; a lookup miss is verified in full).
+        self._by_token: dict[str, _Episode] = {}
 
     def open_episode(
         self, task_id: str, miner_hotkey: str, budgets: Budgets, *, shopper: ShopperSession | None = None
@@ -267,16 +271,16 @@ class EpisodeRegistry:
         episode_id = f"ep-{uuid.uuid4().hex}"
         expires_at = math.ceil(now + budgets.max_seconds + self._grace)
         claims = TokenClaims(episode_id, miner_hotkey, task_id, expires_at)
+        token = self._tokens.mint(claims)
         with self._lock:
             if len(self._episodes) >= self._max_episodes:
                 self._prune_locked(now)
             if len(self._episodes) >= self._max_episodes:
                 raise BudgetExhausted(f"too many open episodes ({self._max_episodes}); try again later")
-            self._episodes[episode_id] = _Episode(
-                claims=claims, budgets=budgets, opened_at=now, shopper=shopper
-            )
+            episode = _Episode(claims=claims, budgets=budgets, opened_at=now, token=token, shopper=shopper)
+            self._episodes[episode_id] = self._by_token[token] = episode
         logger.debug("episode_open episode=%s task=%s hotkey=%s", episode_id, task_id, miner_hotkey)
-        return episode_id, self._tokens.mint(claims)
+        return episode_id, token
 
     def close_episode(self, episode_id: str) -> None:
         """Close an episode: its token is refused from now on; its log stays readable."""
@@ -292,13 +296,26 @@ class EpisodeRegistry:
     def authorize(self, token: str) -> TokenClaims:
         """Return the claims of a token that may make calls now.
 
+        A token this registry minted is known by its exact string: its MAC and claims are not
+        checked again, only its expiry and whether its episode is still open. Any other string
+        is verified in full (and refused: a forgery, or an episode this registry never opened).
+
         Raises:
             TokenInvalid, TokenExpired: the token itself is bad (HTTP 401).
             EpisodeClosed: the episode is closed or unknown here (HTTP 403).
         """
-        claims = self._tokens.verify(token, now=self._clock())
-        self._open_episode(claims)
-        return claims
+        now = self._clock()
+        with self._lock:
+            episode = self._by_token.get(token)
+        if episode is None:
+            claims = self._tokens.verify(token, now=now)
+            self._open_episode(claims)
+            return claims
+        if now >= episode.claims.expires_at:
+            raise TokenExpired(f"episode token expired at {episode.claims.expires_at}")
+        if episode.closed:
+            raise EpisodeClosed("episode is closed")
+        return episode.claims
 
     def log_for_token(self, token: str, episode_id: str) -> list[ToolLogEntry]:
         """Return an episode's log to the holder of its token (expired or closed tokens included).
@@ -323,9 +340,7 @@ class EpisodeRegistry:
         Raises:
             TokenInvalid, TokenExpired, EpisodeClosed, BudgetExhausted.
         """
-        return self.call_authorized(
-            self._tokens.verify(token, now=self._clock()), name, arguments, call_id=call_id, ctx=ctx
-        )
+        return self.call_authorized(self.authorize(token), name, arguments, call_id=call_id, ctx=ctx)
 
     def call_authorized(
         self,
@@ -336,10 +351,10 @@ class EpisodeRegistry:
         call_id: str | None,
         ctx: ToolContext,
     ) -> ToolLogEntry:
-        """``call_tool`` for the claims ``authorize`` returned: the token's MAC is not checked again.
+        """``call_tool`` for the claims ``authorize`` returned: the token is not looked at again.
 
-        The tool server authorizes a call before reading its body and runs it after, so the
-        token is verified once per call; its expiry is checked again here, at the charge.
+        The tool server authorizes a call before reading its body and runs it after; the
+        token's expiry is checked again here, at the charge.
 
         Raises:
             TokenExpired, TokenInvalid, EpisodeClosed, BudgetExhausted.
@@ -366,7 +381,7 @@ class EpisodeRegistry:
     def _prune_locked(self, now: float) -> list[str]:
         gone = [eid for eid, ep in self._episodes.items() if now >= ep.claims.expires_at]
         for episode_id in gone:
-            del self._episodes[episode_id]
+            del self._by_token[self._episodes.pop(episode_id).token]
             if isinstance(self._log, InMemoryToolLog):
                 self._log.discard(episode_id)
         return gone

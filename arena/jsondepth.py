@@ -52,6 +52,17 @@ class JsonDepthGuard:
         return True
 
 
+def deeper_than(body: bytes, max_depth: int) -> bool:
+    """Whether a JSON text nests objects and arrays deeper than ``max_depth`` (``json_depth > max_depth``).
+
+    A text cannot nest deeper than it has opening brackets, so a short count (two passes in C)
+    answers most bodies, such as every tool call's arguments, without the scan.
+    """
+    if body.count(b"[") + body.count(b"{") <= max_depth:
+        return False
+    return json_depth(body) > max_depth
+
+
 def json_depth(body: bytes) -> int:
     """The deepest nesting of objects and arrays in a JSON text (0 for a scalar)."""
     guard = JsonDepthGuard(max_depth=len(body) + 1)

@@ -20,7 +20,7 @@ from starlette.responses import Response
 from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
 from arena.errors import EpisodeError
 from arena.httpguard import bounded_headers, wrong_content_type
-from arena.jsondepth import json_depth
+from arena.jsondepth import deeper_than
 from arena.jsonkeys import duplicate_key
 from arena.toolcalls import (
     Limits,
@@ -69,7 +69,7 @@ async def read_capped_body(request: Request, limits: Limits) -> bytes:
     body = await read_body_within(request, limits.max_body_bytes)
     if body is None:
         raise HTTPException(413, f"request body over {limits.max_body_bytes} bytes")
-    if json_depth(body) > limits.max_json_depth:
+    if deeper_than(body, limits.max_json_depth):
         raise HTTPException(413, f"request JSON nested deeper than {limits.max_json_depth} levels")
     return body
 

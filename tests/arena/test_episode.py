@@ -161,6 +161,56 @@ def test_closed_episode_is_forbidden(registry: EpisodeRegistry, ctx: ToolContext
         registry.call_tool(token, "terminate", {"status": "success"}, call_id="c1", ctx=ctx)
 
 
+class CountingTokens(EpisodeTokens):
+    """Counts MAC checks, to show which calls pay for one."""
+
+    def __init__(self, secret: bytes) -> None:
+        super().__init__(secret)
+        self.checked = 0
+
+    def claims(self, token: str) -> TokenClaims:
+        self.checked += 1
+        return super().claims(token)
+
+
+def test_a_token_minted_here_is_known_by_its_string_and_still_expires_and_closes(
+    clock: Clock, ctx: ToolContext
+) -> None:
+    tokens = CountingTokens(SECRET)
+    registry = EpisodeRegistry(tokens, clock=clock, token_grace_s=0)
+    episode_id, token = registry.open_episode("t-1", "5Miner", Budgets(10, 30.0))
+    for _ in range(3):
+        assert registry.authorize(token).episode_id == episode_id
+    registry.call_tool(token, "terminate", {"status": "success"}, call_id=None, ctx=ctx)
+    assert tokens.checked == 0  # no MAC recomputed, no claims parsed, for the string we minted
+    clock.advance(30)
+    with pytest.raises(TokenExpired):
+        registry.authorize(token)
+    _, other = registry.open_episode("t-2", "5Miner", Budgets(10, 30.0))
+    registry.close_episode(registry.authorize(other).episode_id)
+    with pytest.raises(EpisodeClosed, match="closed"):
+        registry.authorize(other)
+
+
+def test_a_variant_of_a_live_token_is_verified_in_full_and_refused(registry: EpisodeRegistry) -> None:
+    _, token = registry.open_episode("t-1", "5Miner", Budgets(10, 30.0))
+    version, payload, mac = token.split(".")
+    flipped = mac[:-2] + ("AA" if mac[-2:] != "AA" else "BB")
+    for variant in (f"{version}.{payload}.{flipped}", _swap_payload(token, t="t-2")):
+        with pytest.raises(TokenInvalid):
+            registry.authorize(variant)
+
+
+def test_a_pruned_episode_forgets_its_token(clock: Clock) -> None:
+    registry = EpisodeRegistry(EpisodeTokens(SECRET), clock=clock, token_grace_s=0)
+    _, token = registry.open_episode("t-1", "5Miner", Budgets(10, 30.0))
+    clock.advance(31)
+    assert len(registry.prune()) == 1
+    clock.advance(-31)  # even with the clock set back, a forgotten episode's token is refused
+    with pytest.raises(EpisodeClosed, match="unknown episode"):
+        registry.authorize(token)
+
+
 def test_episode_of_another_registry_is_unknown(clock: Clock) -> None:
     first = EpisodeRegistry(EpisodeTokens(SECRET), clock=clock)
     second = EpisodeRegistry(EpisodeTokens(SECRET), clock=clock)

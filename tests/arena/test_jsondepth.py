@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arena.jsondepth import JsonDepthGuard, json_depth
+from arena.jsondepth import JsonDepthGuard, deeper_than, json_depth
 
 
 @pytest.mark.parametrize(
@@ -50,6 +50,7 @@ _json = st.recursive(
 )
 
 
+@settings(deadline=None)  # no test depends on timing: a loaded machine misses hypothesis's 200 ms
 @given(value=_json, cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
 def test_depth_guard_agrees_with_a_parser_however_the_body_is_chunked(value: object, cuts: list[int]) -> None:
     body = json.dumps(value).encode()
@@ -64,3 +65,15 @@ def test_json_depth_ignores_brackets_in_strings() -> None:
     assert json_depth(b'{"a": "[[[[{{{", "b": [1, {"c": "\\"]]"}]}') == 3
     assert json_depth(b"") == 0
     assert json_depth(b'"' + b'\\"' * 10_000) == 0
+
+
+@settings(deadline=None)
+@given(value=_json, max_depth=st.integers(min_value=0, max_value=6))
+def test_deeper_than_is_json_depth_over_the_cap(value: object, max_depth: int) -> None:
+    body = json.dumps(value).encode()
+    assert deeper_than(body, max_depth) == (json_depth(body) > max_depth)
+
+
+def test_deeper_than_counts_brackets_in_strings_only_as_a_reason_to_scan() -> None:
+    assert not deeper_than(b'{"a": "[[[[[[[[[["}', 2)  # ten openers, depth 1
+    assert deeper_than(b"[[[]]]", 2) and not deeper_than(b"[[[]]]", 3)
