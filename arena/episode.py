@@ -213,6 +213,7 @@ class _Episode:
     opened_at: float
     calls: int = 0
     closed: bool = False
+    context: ToolContext | None = None  # the world its tools run against (None: the server's)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -250,8 +251,13 @@ class EpisodeRegistry:
         self._lock = threading.Lock()
         self._episodes: dict[str, _Episode] = {}
 
-    def open_episode(self, task_id: str, miner_hotkey: str, budgets: Budgets) -> tuple[str, str]:
+    def open_episode(
+        self, task_id: str, miner_hotkey: str, budgets: Budgets, *, context: ToolContext | None = None
+    ) -> tuple[str, str]:
         """Open an episode and return ``(episode_id, token)``.
+
+        ``context`` is what the episode's tools run against (a world round's overlay); None: the
+        context the tool server passes with each call (the base index).
 
         Raises:
             BudgetExhausted: the registry is full even after pruning expired episodes.
@@ -265,7 +271,9 @@ class EpisodeRegistry:
                 self._prune_locked(now)
             if len(self._episodes) >= self._max_episodes:
                 raise BudgetExhausted(f"too many open episodes ({self._max_episodes}); try again later")
-            self._episodes[episode_id] = _Episode(claims=claims, budgets=budgets, opened_at=now)
+            self._episodes[episode_id] = _Episode(
+                claims=claims, budgets=budgets, opened_at=now, context=context
+            )
         logger.debug("episode_open episode=%s task=%s hotkey=%s", episode_id, task_id, miner_hotkey)
         return episode_id, self._tokens.mint(claims)
 
@@ -337,9 +345,9 @@ class EpisodeRegistry:
         """
         if self._clock() >= claims.expires_at:
             raise TokenExpired(f"episode token expired at {claims.expires_at}")
-        seq = self._charge(claims)
+        seq, context = self._charge(claims)
         entry = run_logged(
-            name, arguments, ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now
+            name, arguments, context or ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now
         )
         self._log.append(entry)
         logger.debug(
@@ -371,7 +379,7 @@ class EpisodeRegistry:
             raise EpisodeClosed("episode is closed")
         return episode
 
-    def _charge(self, claims: TokenClaims) -> int:
+    def _charge(self, claims: TokenClaims) -> tuple[int, ToolContext | None]:
         episode = self._open_episode(claims)
         with episode.lock:
             if episode.closed:
@@ -383,7 +391,7 @@ class EpisodeRegistry:
                 raise BudgetExhausted(f"wall-time budget spent ({episode.budgets.max_seconds:g} s)")
             seq = episode.calls
             episode.calls += 1
-        return seq
+        return seq, episode.context
 
     def _now(self) -> datetime:
         return datetime.fromtimestamp(self._clock(), UTC)
