@@ -347,7 +347,13 @@ class EpisodeRegistry:
             raise TokenExpired(f"episode token expired at {claims.expires_at}")
         seq, context = self._charge(claims)
         entry = run_logged(
-            name, arguments, context or ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now
+            name,
+            arguments,
+            context or ctx,
+            episode_id=claims.episode_id,
+            seq=seq,
+            call_id=call_id,
+            now=self._now,
         )
         self._log.append(entry)
         logger.debug(

@@ -336,7 +336,9 @@ def test_a_world_episode_carries_its_world_into_both_rows_and_a_static_one_nulls
         WORLD["pack_hash"],
     )
     assert rows[static.episode.episode_id].world_id is None
-    episode = session.scalars(select(EpisodeRow).where(EpisodeRow.episode_id == world.episode.episode_id)).one()
+    episode = session.scalars(
+        select(EpisodeRow).where(EpisodeRow.episode_id == world.episode.episode_id)
+    ).one()
     assert episode.world_id == WORLD["world_id"] and episode.pack_hash == WORLD["pack_hash"]
 
 
