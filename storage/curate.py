@@ -75,6 +75,8 @@ class Curation:
     workspace: Workspace
     funnel: Funnel
     tasks: dict[str, Task] = field(default_factory=dict)  # every observed task, by id
+    # The world each observed world task ran on ({"world_id", "pack_hash"}); static tasks are absent.
+    worlds: dict[str, dict[str, str | None]] = field(default_factory=dict)
     cluster_split: dict[str, Split] = field(default_factory=dict)
     audit: AuditReport | None = None
 
@@ -159,6 +161,11 @@ def _ingest(
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
         curation.tasks.setdefault(trace.task.task_id, trace.task)
+        if trace.episode.world_id is not None:
+            curation.worlds.setdefault(
+                trace.task.task_id,
+                {"world_id": trace.episode.world_id, "pack_hash": trace.episode.pack_hash},
+            )
         workspace.add_observed(
             [
                 Observed(
@@ -305,6 +312,8 @@ def _workspace_row(
         source_hash=provenance.source_hash,
         converter_version=provenance.converter_version,
         writer=provenance.writer,
+        world_id=trace.episode.world_id,
+        pack_hash=trace.episode.pack_hash,
     )
 
 

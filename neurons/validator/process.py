@@ -63,7 +63,7 @@ from neurons.validator.startup import (
 )
 from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
-from neurons.validator.worlds import RoundWorld, round_world
+from neurons.validator.worlds import RoundWorld, cached_worlds, round_world
 from storage import repository
 from storage.conversion.convert import Converter
 from storage.db import in_session, make_sessionmaker
@@ -84,7 +84,8 @@ def curation_exporter(settings: ValidatorSettings) -> Exporter:
 
     Each run rewrites the export directory from the whole database (SFT, KTO, DPO and GRPO
     files, funnel, manifest, dataset card); the card names the database without its password.
-    Axis-B and mixed traces are converted against the validator's search index (no index: none).
+    Axis-B and mixed traces are converted against the validator's search index (no index: none),
+    a world episode against its world, found by pack hash among the cached packs.
     """
     source = make_url(settings.database_url()).render_as_string(hide_password=True)
     converters: list[Converter | None] = []
@@ -100,7 +101,8 @@ def curation_exporter(settings: ValidatorSettings) -> Exporter:
 def _converter(settings: ValidatorSettings) -> Converter | None:
     """The export's converter on the validator's index, or None (logged) where it cannot be opened."""
     try:
-        return Converter(index=open_index(settings.index_path()))
+        index = open_index(settings.index_path())
+        return Converter(index=index, worlds=cached_worlds(settings.world_cache_path(), index))
     except SearchIndexError as exc:
         logger.warning("curation_conversion_off reason=%s", exc)
         return None

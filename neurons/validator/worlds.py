@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -23,7 +25,7 @@ from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
-from arena.world.pack import load_pack, save_pack
+from arena.world.pack import load_manifest, load_pack, save_pack
 from arena.world.seed import WorldRound, base_hash, round_seed, world_round_at, world_seed
 from arena.world.types import WorldPack, WorldSpec
 from neurons import metrics
@@ -93,6 +95,40 @@ def load_or_compile(index: SearchIndex, seed: bytes, cache: Path) -> tuple[World
     pack = compile_world(seed, index, spec)
     save_pack(pack, directory)
     return pack, "compiled"
+
+
+CACHED_OVERLAYS = 32  # worlds the export's converter keeps open (memory bounded by each delta)
+
+
+def cached_worlds(cache: Path, index: SearchIndex) -> Callable[[str], WorldOverlay | None]:
+    """Find a cached pack over ``index`` by pack hash (verified as it loads) and return its overlay.
+
+    For the export's converter: a world episode is replayed on the world it ran on. A pack that
+    is not in the cache, or fails verification, gives None (its traces drop as ``unknown_world``).
+    """
+    identity = base_hash(index)
+    opened: OrderedDict[str, WorldOverlay] = OrderedDict()
+
+    def lookup(pack_hash: str) -> WorldOverlay | None:
+        if pack_hash in opened:
+            opened.move_to_end(pack_hash)
+            return opened[pack_hash]
+        for directory in sorted(cache.glob("*/manifest.json")):
+            try:
+                manifest = load_manifest(directory.parent)
+                if manifest.pack_hash != pack_hash or manifest.base_hash != identity:
+                    continue
+                pack = load_pack(directory.parent)
+            except WorldError as exc:
+                logger.warning("world_cache_refused dir=%s error=%s", directory.parent, exc)
+                continue
+            opened[pack_hash] = WorldOverlay(index, pack.delta)
+            while len(opened) > CACHED_OVERLAYS:
+                opened.popitem(last=False)
+            return opened[pack_hash]
+        return None
+
+    return lookup
 
 
 async def round_world(

@@ -18,7 +18,7 @@ from neurons.chain.wallets import register_wallet
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.process import serve
 from neurons.validator.settings import ValidatorSettings, WorldConfig
-from neurons.validator.worlds import load_or_compile, pack_directory, round_world
+from neurons.validator.worlds import cached_worlds, load_or_compile, pack_directory, round_world
 from storage import repository
 from storage.db import make_engine, make_sessionmaker
 from storage.models import EpisodeRow, JudgmentRow
@@ -53,6 +53,11 @@ def test_a_pack_is_compiled_once_then_loaded_and_a_corrupt_cache_compiled_again(
     (directory / TASKS).write_bytes(b"{}\n")  # tampered: refused, compiled again over it
     repaired, source = load_or_compile(world_base, seed, tmp_path)
     assert source == "compiled" and repaired == first
+    # The export's converter finds the world of a stored episode by its pack hash.
+    lookup = cached_worlds(tmp_path, world_base)
+    found = lookup(first.manifest.pack_hash)
+    assert found is not None and found.delta == first.delta and lookup(first.manifest.pack_hash) is found
+    assert lookup("0" * 64) is None
 
 
 async def test_the_world_follows_the_chain_and_is_kept_within_its_round(
