@@ -48,7 +48,7 @@ from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.app import create_miner_app  # noqa: E402
 from neurons.miner.settings import MinerAppConfig  # noqa: E402
 from neurons.validator.app import create_validator_app  # noqa: E402
-from neurons.validator.process import open_validator  # noqa: E402
+from neurons.validator.components import open_validator  # noqa: E402
 from neurons.validator.settings import ValidatorSettings  # noqa: E402
 from tests.neurons.standins import serve_app  # noqa: E402
 

@@ -3,7 +3,7 @@
 Stages (``storage.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
 5 convert (traces of the labels to convert become agentic trajectories, ``storage.conversion``;
 every other trace passes as it is), 6 ranking, 7 dedup and caps, 8 split (with the task audit
-enforced). The issue lists ranking
+enforced; ``storage.split``). The issue lists ranking
 after dedup; it runs before, because dedup collapses each group onto its best-ranked trace.
 
 Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces, fewer
@@ -24,26 +24,18 @@ import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import cast
 
 from sqlalchemy.orm import Session
 
-from arena.audit import AuditReport, audit
-from arena.pools import pool_groups
-from arena.types import Pool, Task
 from judging.axis import axis_for_miner
 from judging.types import Axis
 from storage.chat import ChatRecord, normalise
 from storage.conversion.convert import NATIVE, Converted, Converter, Provenance, convert_judged, run_now
-from storage.errors import SplitLeakError
 from storage.funnel import Funnel
 from storage.gates import (
-    AXIS_B,
     MAIN,
-    UNSCORED,
     CurationConfig,
     Gate,
-    Split,
     Stream,
     axis_route,
     cluster_of,
@@ -52,37 +44,15 @@ from storage.gates import (
     hard_reject,
     positive,
     reasoning_gate,
-    split_of,
     turn_rewards,
 )
 from storage.records import JudgedTrace
 from storage.signature import jaccard, strategy, structural_score
-from storage.tasks import tasks_in_pool
+from storage.split import Curation, split_and_audit, surviving_tasks
 from storage.traces import PAGE_CHARS, iter_judged, judged_miners, recent_trajectories
 from storage.workspace import KEPT, Observed, Row, Workspace
 
 logger = logging.getLogger(__name__)
-# Pools the audit sees for each side of the split (the audit compares pools).
-SPLIT_POOL = {"train": "practice", "eval": "never_touch"}
-MAX_REPORTED_VIOLATIONS = 5
-
-
-@dataclass
-class Curation:
-    """A finished curation run: its workspace (surviving traces), observed tasks, funnel, split and audit."""
-
-    config: CurationConfig
-    workspace: Workspace
-    funnel: Funnel
-    tasks: dict[str, Task] = field(default_factory=dict)  # every observed task, by id
-    # The world each observed world task ran on ({"world_id", "pack_hash"}); static tasks are absent.
-    worlds: dict[str, dict[str, str | None]] = field(default_factory=dict)
-    cluster_split: dict[str, Split] = field(default_factory=dict)
-    audit: AuditReport | None = None
-
-    def split(self, cluster: str) -> Split:
-        """The side of the split a leak cluster is on."""
-        return self.cluster_split.get(cluster) or split_of(cluster, self.config)
 
 
 def curate(
@@ -121,8 +91,8 @@ def curate(
     read, last_seq = _ingest(session, curation, progress, miner_axes, converter)
     funnel.source = {"traces": read, "last_seq": last_seq}
     _dedup(workspace, config, funnel)
-    task_ids = set(curation.tasks) if audit_all_tasks else _surviving_tasks(workspace)
-    _split_and_audit(session, curation, task_ids)
+    task_ids = set(curation.tasks) if audit_all_tasks else surviving_tasks(workspace)
+    split_and_audit(session, curation, task_ids)
     logger.info(
         "curate traces=%d kept=%d train=%d eval=%d",
         read,
@@ -374,79 +344,3 @@ class _ClusterState:
         self.per_task_miner[(row.task_id, row.miner, row.success)] += 1
         self.per_task[(row.task_id, row.success)] += 1
         return KEPT
-
-
-def _surviving_tasks(workspace: Workspace) -> set[str]:
-    rows = workspace.query(
-        "SELECT DISTINCT task_id FROM traces LEFT JOIN decisions USING (seq) "
-        "WHERE stream != 'main' OR decisions.state = 'kept'"
-    )
-    return {task_id for (task_id,) in rows}
-
-
-def _split_and_audit(session: Session, curation: Curation, task_ids: set[str]) -> None:
-    """Stage 8: put each exported task's cluster on one side, count, and refuse a split the audit fails."""
-    funnel, workspace, config = curation.funnel, curation.workspace, curation.config
-    tasks: list[Task] = []
-    clusters: dict[Split, set[str]] = {"train": set(), "eval": set()}
-    exported = [curation.tasks[task_id] for task_id in sorted(task_ids)]
-    # The clusterer links wording at Jaccard 0.5 and the audit fails a cross-split pair at 0.4, so
-    # clusters are split by pool group (clusters joined at the audit's threshold, as pool
-    # assignment does); a group of one is its cluster, on the side its own hash gives.
-    for members in pool_groups(exported).values():
-        group = [exported[i] for i in members]
-        side = split_of(min(cluster_of(task) for task in group), config)
-        for task in group:
-            cluster = cluster_of(task)
-            curation.cluster_split[cluster] = side
-            clusters[side].add(cluster)
-            tasks.append(task.model_copy(update={"pool": SPLIT_POOL[side]}))
-    per_side: Counter[Split] = Counter()
-    for row in workspace.kept(MAIN):
-        per_side[curation.split(row.cluster)] += 1
-    total = sum(per_side.values())
-    funnel.entered("split", total)
-    funnel.passed("split", total)
-    funnel.splits = {
-        side: {
-            "traces": per_side[side],
-            "tasks": sum(1 for t in tasks if t.pool == SPLIT_POOL[side]),
-            "clusters": len(clusters[side]),
-        }
-        for side in ("train", "eval")
-    }
-    for stream in (AXIS_B, UNSCORED):
-        for row in workspace.kept(stream):
-            funnel.splits.setdefault(f"{stream}_{curation.split(row.cluster)}", {"traces": 0})["traces"] += 1
-    protected = [
-        task.model_copy(update={"pool": SPLIT_POOL["eval"]})
-        for pool in config.protect_pools
-        for task in tasks_in_pool(session, pool=cast(Pool, pool))
-    ]
-    report = audit([*tasks, *protected])
-    curation.audit = report
-    funnel.audit = {
-        "ok": report.ok,
-        "tasks": len(tasks),
-        "protected_tasks": len(protected),
-        "violations": report.violation_count,
-        "near_misses": report.near_miss_count,
-    }
-    funnel.stages["split"].notes = {"audit_ok": report.ok}
-    if not report.ok:
-        raise SplitLeakError(_leak_message(report))
-
-
-def _leak_message(report: AuditReport) -> str:
-    shown = "; ".join(
-        f"{v.rule} ({v.detail[:60]}): "
-        + " / ".join(f"{t} [{p}]" for t, p in zip(v.task_ids, v.pools, strict=False))
-        for v in report.violations[:MAX_REPORTED_VIOLATIONS]
-    )
-    pools = ", ".join(f"{pool}={side}" for side, pool in SPLIT_POOL.items())
-    return (
-        f"export refused: the train / eval split leaks ({report.violation_count} audit violations; "
-        f"pools in the audit: {pools}, protected pools count as eval): {shown}. "
-        "Tasks linked by these rules must share a leak cluster: re-cluster them (arena tasks cluster) "
-        "and curate again."
-    )

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from storage.card import dataset_card
 from storage.conversion.convert import Converter
-from storage.curate import Curation, curate
+from storage.curate import curate
 from storage.errors import CurationError
 from storage.formats import FEATURES, FORMATS, ORIGINS, validate_row
 from storage.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split, cluster_of
@@ -45,6 +45,7 @@ from storage.rows import (
     pair_provenance,
     sft_row,
 )
+from storage.split import Curation
 from storage.workspace import RANK_ORDER, Row, Workspace
 
 PARQUET_CHUNK = 500  # rows per Parquet batch, or fewer where they reach PARQUET_CHUNK_CHARS

@@ -102,9 +102,10 @@ def demo(
 
     Example: arena demo --rounds 2 --json
     """
+    from neurons.demo.config import DemoConfig
     from neurons.demo.local_llm import LocalLLMError
     from neurons.demo.network import DemoError, DemoInputError
-    from neurons.demo.run import DemoConfig, run_demo
+    from neurons.demo.run import run_demo
     from neurons.demo.summary import export_table, summary_table
     from neurons.logs import setup_logging
 

@@ -94,7 +94,8 @@ def render_segments(
             body = "\n".join(filter(None, [thought, content]))
             calls = "".join(render_call(call) for call in message.get("tool_calls") or ())
             segments.append(Segment(ASSISTANT_OPEN))
-            segments.append(Segment(f"{body}{calls}{END}\n", own=True))
+            # ``weight: 0`` (OpenAI's fine-tuning convention): context for a later turn, not taught.
+            segments.append(Segment(f"{body}{calls}{END}\n", own=message.get("weight", 1) != 0))
         elif role == "tool":
             name = names.get(message.get("tool_call_id"), "tool")
             shown = render_observation(name, content) if observations == "compact" else content

@@ -18,8 +18,10 @@ so the benchmark exercises the product and not a private path through it:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import shutil
 import subprocess
 import sys
 import time
@@ -68,6 +70,9 @@ class LearnPlan:
     # ~210k tokens, ~45 minutes of one epoch at the ~80 tokens/s two cores train at.
     max_rows: int = 96
     max_tokens: int = 3072  # a longer rendered row is left out (never truncated)
+    # Every n-th row also learns to search again after a search that found nothing
+    # (neurons/learning/recovery.py says why); 0 turns it off.
+    recovery_every: int = 3
     # The harness's own pattern is search, view, recommend (3 steps; the episode ends at the
     # recommendation): 6 steps leave room for one more search and view, the same for both models.
     eval_max_steps: int = 6
@@ -184,11 +189,29 @@ def evaluate(steps: Steps, plan: LearnPlan, gguf: Path, name: str, manifest: Pat
         args += ["--agent-option", f"{key}={json.dumps(value)}"]
     if manifest is not None:
         args += ["--train-manifest", str(manifest)]
+    claim_run_dir(steps.work / "runs" / name, gguf)
     log = steps.work / "logs" / f"llm-{name}.log"
     with LocalLLM(model=gguf, chat_format=CHAT_FORMAT, threads=plan.threads, log_path=log) as llm:
         steps.arena(f"eval-{name}", *args, "--model-url", llm.base_url, "--model", llm.model)
     results: dict[str, Any] = json.loads((steps.work / "runs" / name / "results.json").read_text())
     return results
+
+
+def claim_run_dir(run_dir: Path, gguf: Path) -> None:
+    """Keep ``run_dir`` for resuming only if its samples came from these weights; else start afresh.
+
+    ``arena eval`` resumes a run whose settings match, but the local server names every GGUF
+    alike, so the weights are told apart here: by their SHA-256, stamped before the first sample.
+    """
+    digest = hashlib.sha256(gguf.read_bytes()).hexdigest()
+    stamp = run_dir / "weights.json"
+    if run_dir.exists():
+        old = json.loads(stamp.read_text()).get("sha256") if stamp.exists() else None
+        if old == digest:
+            return
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    stamp.write_text(json.dumps({"gguf": gguf.name, "sha256": digest}) + "\n", encoding="utf-8")
 
 
 def headline(results: dict[str, Any]) -> dict[str, Any]:

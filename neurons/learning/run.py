@@ -81,6 +81,21 @@ def train_and_export(steps: Steps, plan: LearnPlan, rows: list[dict[str, Any]], 
     return report
 
 
+def with_recoveries(
+    steps: Steps, plan: LearnPlan, rows: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Every ``plan.recovery_every``-th row taught to search again after an empty search."""
+    from arena.index import open_index
+    from arena.tools import ToolContext
+    from neurons.learning.recovery import add_recoveries
+
+    if not rows or plan.recovery_every < 1:
+        return rows, {"recovered": 0, "unchanged": len(rows)}
+    with open_index(steps.work / "index") as index:
+        done = add_recoveries(rows, ToolContext(index=index), every=plan.recovery_every, seed=plan.seed)
+    return list(done.rows), {"recovered": done.recovered, "unchanged": done.unchanged}
+
+
 def base_gguf(steps: Steps) -> Path:
     """The base weights through the same exporter as the tuned ones (the comparison isolates weights)."""
     from neurons.demo.local_llm import model_path
@@ -102,9 +117,10 @@ def run_learning(plan: LearnPlan, work: Path, *, echo: Any = print) -> dict[str,
     converted_export = collect_and_curate(steps, plan, conversion=True, name="converted")
     native_export = collect_and_curate(steps, plan, conversion=False, name="native")
     base = base_gguf(steps)
-    converted_rows = sft_rows(converted_export, plan.max_rows)
-    native_rows = sft_rows(native_export, plan.max_rows)
-    training = train_and_export(steps, plan, converted_rows, "converted")
+    converted = sft_rows(converted_export, plan.max_rows)
+    converted_rows, converted_recovery = with_recoveries(steps, plan, converted)
+    native_rows, _ = with_recoveries(steps, plan, sft_rows(native_export, plan.max_rows))
+    training = train_and_export(steps, plan, converted_rows, "converted") | {"recovery": converted_recovery}
     if not training.get("trained"):
         raise LearnError(f"the converted export holds no trainable rows ({training})")
     manifest = converted_export / "manifest.json"

@@ -14,7 +14,7 @@ from arena.types import Message
 from arena.wording import jaccard, shingles
 from judging.types import ProcessStats
 from storage.chat import MESSAGE_KEYS, ChatRecord, normalise
-from storage.curate import Curation, _dedup, curate
+from storage.curate import _dedup, curate
 from storage.errors import CurationError, SplitLeakError
 from storage.funnel import Funnel
 from storage.gates import (
@@ -34,6 +34,7 @@ from storage.gates import (
     turn_rewards,
 )
 from storage.signature import strategy, structural_score
+from storage.split import Curation
 from storage.workspace import Row, Workspace
 from tests.storage import planted
 from tests.storage.planted import judged, store, task, trace, with_messages

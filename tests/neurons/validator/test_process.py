@@ -21,7 +21,8 @@ from arena.toolserver import create_tool_router
 from neurons.chain.local.state import read_commits
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.app import MeteredToolLog, create_validator_app
-from neurons.validator.process import curation_exporter, open_validator, serve
+from neurons.validator.components import curation_exporter, open_validator
+from neurons.validator.process import serve
 from neurons.validator.settings import ValidatorSettings
 from neurons.validator.startup import StartupError, derive, load_secret, open_database, open_search_index
 from storage import repository
@@ -202,7 +203,7 @@ async def test_a_weight_limit_below_the_maximum_is_warned_about_at_start(
         local_settings(net, tmp_path, fixture_catalog_path, policy={"burn_share": 0.5})
     )
     try:
-        with caplog.at_level(logging.WARNING, logger="neurons.validator.process"):
+        with caplog.at_level(logging.WARNING, logger="neurons.validator.components"):
             warning = await validator.warn_weight_limit()
     finally:
         await validator.aclose()
