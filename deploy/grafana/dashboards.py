@@ -259,7 +259,7 @@ def overview() -> Json:
             panel(
                 "timeseries",
                 "World compile time",
-                "p50 and p99 time to ready a round's world: compiled from its seed, or loaded from the cache.",
+                "p50 and p99 time to ready a round's world: compiled from its seed, or loaded from cache.",
                 quantiles("arena_world_compile_seconds", "source"),
                 "s",
             ),
