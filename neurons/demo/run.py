@@ -289,7 +289,8 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
             seconds["rounds"].append(round(time.monotonic() - mark, 2))
             say(_round_line(number, config.rounds, report, seconds["rounds"][-1]))
             if report["round"].get("world") is not None:
-                worlds.append({"round": number, **report["round"]["world"]})
+                world = report["round"]["world"]  # its "round" is the world's index on the chain
+                worlds.append({**world, "round": number, "world_round": world["round"]})
     if "export" in report["failed"] or not (layout.export / "manifest.json").is_file():
         raise DemoError(f"the validator's export job wrote no export into {layout.export}; see its log")
     mark = time.monotonic()
