@@ -216,6 +216,7 @@ class _Episode:
     calls: int = 0
     closed: bool = False
     shopper: ShopperSession | None = None  # the simulated shopper of a world task (ask_user)
+    context: ToolContext | None = None  # the world its tools run against (None: the server's)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -257,12 +258,20 @@ class EpisodeRegistry:
         self._by_token: dict[str, _Episode] = {}
 
     def open_episode(
-        self, task_id: str, miner_hotkey: str, budgets: Budgets, *, shopper: ShopperSession | None = None
+        self,
+        task_id: str,
+        miner_hotkey: str,
+        budgets: Budgets,
+        *,
+        context: ToolContext | None = None,
+        shopper: ShopperSession | None = None,
     ) -> tuple[str, str]:
         """Open an episode and return ``(episode_id, token)``.
 
-        ``shopper`` answers the episode's ``ask_user`` calls (a world task's hidden profile, tool
-        set arena-3); without one, ``ask_user`` is an error result.
+        ``context`` is what the episode's tools run against (a world round's overlay); None: the
+        context the tool server passes with each call (the base index). ``shopper`` answers the
+        episode's ``ask_user`` calls (a world task's hidden profile, tool set arena-3); without
+        one, ``ask_user`` is an error result.
 
         Raises:
             BudgetExhausted: the registry is full even after pruning expired episodes.
@@ -277,7 +286,9 @@ class EpisodeRegistry:
                 self._prune_locked(now)
             if len(self._episodes) >= self._max_episodes:
                 raise BudgetExhausted(f"too many open episodes ({self._max_episodes}); try again later")
-            episode = _Episode(claims=claims, budgets=budgets, opened_at=now, token=token, shopper=shopper)
+            episode = _Episode(
+                claims=claims, budgets=budgets, opened_at=now, token=token, context=context, shopper=shopper
+            )
             self._episodes[episode_id] = self._by_token[token] = episode
         logger.debug("episode_open episode=%s task=%s hotkey=%s", episode_id, task_id, miner_hotkey)
         return episode_id, token
@@ -362,10 +373,17 @@ class EpisodeRegistry:
         if self._clock() >= claims.expires_at:
             raise TokenExpired(f"episode token expired at {claims.expires_at}")
         seq, episode = self._charge(claims)
+        run_ctx = episode.context or ctx
         if episode.shopper is not None:
-            ctx = replace(ctx, shopper=episode.shopper)
+            run_ctx = replace(run_ctx, shopper=episode.shopper)
         entry = run_logged(
-            name, arguments, ctx, episode_id=claims.episode_id, seq=seq, call_id=call_id, now=self._now
+            name,
+            arguments,
+            run_ctx,
+            episode_id=claims.episode_id,
+            seq=seq,
+            call_id=call_id,
+            now=self._now,
         )
         self._log.append(entry)
         logger.debug(

@@ -39,6 +39,30 @@ ROUNDS = Counter("arena_rounds_total", "Rounds completed by the validator.", ["r
 ROUND_DURATION = Histogram("arena_round_duration_seconds", "Wall time of one round.", buckets=_SLOW)
 EPISODES = Counter("arena_episodes_total", "Episodes finished, by how they ended.", ["end"])
 
+# ---------------------------------------------------------------- worlds
+WORLD_COMPILE_DURATION = Histogram(
+    "arena_world_compile_seconds",
+    "Time to make a round's world pack ready: compiled from its seed, or loaded and verified from the cache.",
+    ["source"],
+    buckets=_SLOW,
+)
+WORLD_START_BLOCK = Gauge(
+    "arena_world_start_block",
+    "Start block of the world the validator's rounds serve (a new value: a new world); 0 before the first.",
+    multiprocess_mode="max",
+)
+WORLD_INFO = Gauge(
+    "arena_world_info",
+    "Constant 1, labelled with the world the validator serves now (one series: the old one is dropped).",
+    ["world_id", "pack_hash"],
+    multiprocess_mode="mostrecent",
+)
+SHOPPER_QUESTIONS = Histogram(
+    "arena_shopper_questions_per_episode",
+    "ask_user calls per world episode, counted in the validator's tool log.",
+    buckets=(0, 1, 2, 3, 5, 8, 13),
+)
+
 # ---------------------------------------------------------------- tool server
 TOOL_CALLS = Counter("arena_tool_calls_total", "Tool calls executed, by tool and status.", ["tool", "status"])
 TOOL_CALL_DURATION = Histogram(

@@ -51,8 +51,8 @@ def dataset_card(
     Args:
         funnel: ``funnel.json``'s content.
         files: per exported file, its format, split and row count.
-        versions: per kind (scorer, judge_model, prompt_hash, catalog, toolset, generator), how
-            many exported traces carry each value.
+        versions: per kind (scorer, judge_model, prompt_hash, catalog, toolset, generator, world),
+            how many exported traces carry each value.
         sources: how many exported tasks come from each task source.
         created_at: ISO time of the export.
     """
@@ -97,6 +97,10 @@ def dataset_card(
             or "none"
         )
         + ".",
+        "",
+        "Every row of the four formats names the world it ran on in `world_id` and `pack_hash`: the",
+        "world pack a validator compiled from a chain-seeded seed (`arena world show` prints one), or",
+        "null for static `sb-1` tasks. The `world` row of the versions table below counts them.",
         "",
         "Each JSONL file has a Parquet twin with the same rows. `eval/` holds the evaluation split:",
         "whole leak clusters, never sharing a cluster, gold product, query or constraint spec with",

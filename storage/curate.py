@@ -131,6 +131,11 @@ def _ingest(
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
         curation.tasks.setdefault(trace.task.task_id, trace.task)
+        if trace.episode.world_id is not None:
+            curation.worlds.setdefault(
+                trace.task.task_id,
+                {"world_id": trace.episode.world_id, "pack_hash": trace.episode.pack_hash},
+            )
         workspace.add_observed(
             [
                 Observed(
@@ -277,6 +282,8 @@ def _workspace_row(
         source_hash=provenance.source_hash,
         converter_version=provenance.converter_version,
         writer=provenance.writer,
+        world_id=trace.episode.world_id,
+        pack_hash=trace.episode.pack_hash,
     )
 
 

@@ -35,7 +35,16 @@ from storage.errors import CurationError
 from storage.formats import FEATURES, FORMATS, ORIGINS, validate_row
 from storage.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split, cluster_of
 from storage.manifest import build_manifest
-from storage.rows import aside_row, dpo_pairs, dpo_row, grpo_row, kto_row, pair_provenance, sft_row
+from storage.rows import (
+    STATIC_WORLD,
+    aside_row,
+    dpo_pairs,
+    dpo_row,
+    grpo_row,
+    kto_row,
+    pair_provenance,
+    sft_row,
+)
 from storage.split import Curation
 from storage.workspace import RANK_ORDER, Row, Workspace
 
@@ -206,6 +215,8 @@ class _Run:
             self.hashes[row.episode_id] = row.judgment_hash
             for kind, version in row.versions.items():
                 self.versions.setdefault(kind, Counter())[str(version)] += 1
+            # The world pack each trace ran on (the card's table; "static": an sb-1 task).
+            self.versions.setdefault("world", Counter())[row.world_id or "static"] += 1
         return side
 
     def imitation(self) -> None:
@@ -213,16 +224,19 @@ class _Run:
         for row in self.workspace.kept(MAIN):
             record = row.document
             if "sft" in self.formats and row.label:
-                self.sinks[("sft", self._note(row))].write(sft_row(record, row.provenance), row.episode_id)
+                sft = sft_row(record, row.provenance, row.world)
+                self.sinks[("sft", self._note(row))].write(sft, row.episode_id)
             if "kto" in self.formats:
-                kto = kto_row(record, label=row.label, provenance=row.provenance)
+                kto = kto_row(record, label=row.label, provenance=row.provenance, world=row.world)
                 self.sinks[("kto", self._note(row))].write(kto, row.episode_id)
 
     def dpo(self) -> None:
         """DPO pairs, task by task."""
         for chosen, rejected in _pairs(self.workspace):
             self._note(rejected)
-            pair = dpo_row(chosen.document, rejected.document, pair_provenance(chosen, rejected))
+            pair = dpo_row(
+                chosen.document, rejected.document, pair_provenance(chosen, rejected), chosen.world
+            )
             self.sinks[("dpo", self._note(chosen))].write(pair, [chosen.episode_id, rejected.episode_id])
 
     def aside(self) -> None:
@@ -240,7 +254,10 @@ class _Run:
             self.splits[side]["tasks"].add(task_id)
             self.splits[side]["clusters"].add(cluster)
             row = grpo_row(
-                task, best=best.document if best else None, observed=self.workspace.observed(task_id)
+                task,
+                best=best.document if best else None,
+                observed=self.workspace.observed(task_id),
+                world=self.curation.worlds.get(task_id, STATIC_WORLD),
             )
             self.sinks[("grpo", side)].write(row, task_id)
 

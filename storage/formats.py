@@ -13,6 +13,9 @@ SFT, KTO and DPO rows also carry the provenance columns (``PROVENANCE_COLUMNS``)
 (``native``: the miner's own trace; ``converted``: rewritten by ``storage.conversion``) and, for
 a converted row, ``source_hash`` (the source trace's content hash), ``converter_version`` and
 ``writer`` (``template/<n>`` or ``teacher:<model>@<prompt hash>``); trainers may filter on them.
+Every row of the four formats carries the world columns (``WORLD_COLUMNS``): ``world_id`` and
+``pack_hash`` of the world pack the trace (or the GRPO row's task) ran on, both null for static
+``sb-1`` tasks.
 
 Messages follow ``storage.chat`` (six keys, tool-call ``arguments`` a dict). SFT, KTO and DPO
 pass a row's ``tools`` to the chat template. In Parquet, ``arguments``, each tool schema and
@@ -53,9 +56,11 @@ _TOOLS = List(Json())
 PROVENANCE_COLUMNS = ("origin", "source_hash", "converter_version", "writer")
 ORIGINS = ("native", "converted")
 _PROVENANCE = {name: Value("string") for name in PROVENANCE_COLUMNS}
+WORLD_COLUMNS = ("world_id", "pack_hash")
+_WORLD = {name: Value("string") for name in WORLD_COLUMNS}
 
 FEATURES: dict[str, Features] = {
-    "sft": Features({"messages": _CONVERSATION, "tools": _TOOLS, **_PROVENANCE}),
+    "sft": Features({"messages": _CONVERSATION, "tools": _TOOLS, **_PROVENANCE, **_WORLD}),
     "kto": Features(
         {
             "prompt": _CONVERSATION,
@@ -63,6 +68,7 @@ FEATURES: dict[str, Features] = {
             "label": Value("bool"),
             "tools": _TOOLS,
             **_PROVENANCE,
+            **_WORLD,
         }
     ),
     "dpo": Features(
@@ -72,6 +78,7 @@ FEATURES: dict[str, Features] = {
             "rejected": _CONVERSATION,
             "tools": _TOOLS,
             **_PROVENANCE,
+            **_WORLD,
         }
     ),
     "grpo": Features(
@@ -84,6 +91,7 @@ FEATURES: dict[str, Features] = {
             "observed_rewards": List(Value("float64")),
             "observed_success": List(Value("bool")),
             "observed_turn_rewards": List(List(Value("float64"))),
+            **_WORLD,
         }
     ),
 }
@@ -118,6 +126,7 @@ def validate_row(fmt: str, row: dict[str, Any]) -> None:
             _grpo(row, problems)
         else:
             _provenance(row, problems)
+        _world(row, problems)
     if problems:
         raise RowError(f"invalid {fmt} row: " + "; ".join(problems[:5]))
 
@@ -130,6 +139,13 @@ def _provenance(row: dict[str, Any], problems: list[str]) -> None:
         missing = [c for c in PROVENANCE_COLUMNS[1:] if not isinstance(row[c], str) or not row[c]]
         if missing:
             problems.append(f"a converted row needs {', '.join(missing)}")
+
+
+def _world(row: dict[str, Any], problems: list[str]) -> None:
+    """``world_id`` and ``pack_hash`` are both strings (a world task) or both null (a static one)."""
+    values = [row[c] for c in WORLD_COLUMNS]
+    if not (all(v is None for v in values) or all(isinstance(v, str) and v for v in values)):
+        problems.append("world_id and pack_hash must be both set or both null")
 
 
 def _tools(tools: Any, problems: list[str]) -> set[str]:

@@ -51,9 +51,11 @@ def episode_content_hash(
     episode: EpisodeRecord, wire: dict[str, Any] | None, tool_log: Sequence[ToolLogEntry]
 ) -> str:
     """Address an episode, its trajectory (wire form) and its tool log together (a retry hashes the same)."""
+    # A static episode hashes as it did before episodes had a world: stored hashes stay valid.
+    static = {"world_id", "pack_hash"} if episode.world_id is None else None
     return content_hash(
         {
-            "episode": episode.model_dump(mode="json"),
+            "episode": episode.model_dump(mode="json", exclude=static),
             "trajectory": wire,
             "tool_log": [entry.model_dump(mode="json") for entry in tool_log],
         },
@@ -75,6 +77,8 @@ def episode_to_row(
         started_at=episode.started_at,
         finished_at=episode.finished_at,
         end_reason=episode.end,
+        world_id=episode.world_id,
+        pack_hash=episode.pack_hash,
         trajectory=wire,
         content_hash=content_hash,
         stored_at=now,
@@ -93,6 +97,8 @@ def row_to_episode(row: EpisodeRow) -> EpisodeRecord:
         "started_at": row.started_at,
         "finished_at": row.finished_at,
         "end": row.end_reason,
+        "world_id": row.world_id,
+        "pack_hash": row.pack_hash,
     }
     return _validate(EpisodeRecord, data, f"episode {row.episode_id}")
 
@@ -181,8 +187,10 @@ JUDGMENT_JSON = (
 )
 
 
-def judgment_to_row(judgment: Judgment, *, now: datetime) -> JudgmentRow:
-    """Build the row of a judgment."""
+def judgment_to_row(
+    judgment: Judgment, *, now: datetime, world_id: str | None = None, pack_hash: str | None = None
+) -> JudgmentRow:
+    """Build the row of a judgment; ``world_id`` and ``pack_hash`` are its episode's (None: static)."""
     dumped = judgment.model_dump(mode="json")
     row = JudgmentRow(
         content_hash=judgment.content_hash,
@@ -196,6 +204,8 @@ def judgment_to_row(judgment: Judgment, *, now: datetime) -> JudgmentRow:
         reasoning_value=judgment.reasoning.value,
         reasoning_unscored=judgment.reasoning.unscored.cause if judgment.reasoning.unscored else None,
         scorer=judgment.versions.scorer,
+        world_id=world_id,
+        pack_hash=pack_hash,
         judged_at=now,
     )
     for name in JUDGMENT_JSON:

@@ -131,6 +131,9 @@ class EpisodeRow(Base):
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
     end_reason: Mapped[str] = mapped_column(String(32))
+    # The world pack the episode ran on (``arena.world``); NULL for static sb-1 tasks.
+    world_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    pack_hash: Mapped[str | None] = mapped_column(String(64))
     trajectory: Mapped[dict[str, Any] | None]
     content_hash: Mapped[str] = mapped_column(String(40))
     stored_at: Mapped[datetime] = mapped_column(index=True)
@@ -179,6 +182,9 @@ class JudgmentRow(Base):
     # Why the reasoning check is unscored (``judging.types.UnscoredCause``), for the weights query.
     reasoning_unscored: Mapped[str | None] = mapped_column(String(16))
     scorer: Mapped[str] = mapped_column(String(64))
+    # Its episode's world (NULL for static tasks), so judgments are filtered by world without a join.
+    world_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    pack_hash: Mapped[str | None] = mapped_column(String(64))
     rejects: Mapped[list[Any]]
     checks: Mapped[list[Any]]
     outcome: Mapped[dict[str, Any]]

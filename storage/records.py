@@ -16,7 +16,9 @@ class EpisodeRecord(Frozen):
     """One (miner, task) episode as the validator ran it; the trajectory is stored beside it.
 
     ``round_id`` is None for episodes outside a validator round (offline judging);
-    ``miner_uid`` is None where the miner has no uid (practice, offline).
+    ``miner_uid`` is None where the miner has no uid (practice, offline). ``world_id`` and
+    ``pack_hash`` name the world pack the episode ran on (``arena.world``); both are None for
+    static (``sb-1``) tasks, and one is never set without the other.
     """
 
     episode_id: str = Field(min_length=1, max_length=64)
@@ -28,6 +30,14 @@ class EpisodeRecord(Frozen):
     started_at: datetime
     finished_at: datetime
     end: EpisodeEnd
+    world_id: str | None = Field(default=None, min_length=1, max_length=64)
+    pack_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+
+    @model_validator(mode="after")
+    def _world_is_whole(self) -> EpisodeRecord:
+        if (self.world_id is None) != (self.pack_hash is None):
+            raise ValueError("an episode's world_id and pack_hash are set together or not at all")
+        return self
 
 
 class JudgedTrace(Frozen):

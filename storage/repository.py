@@ -154,7 +154,9 @@ def save_judged(
             session.flush()
             session.add_all([log_to_row(entry) for entry in tool_log])
             session.flush()
-            session.add(judgment_to_row(judgment, now=now))
+            session.add(
+                judgment_to_row(judgment, now=now, world_id=episode.world_id, pack_hash=episode.pack_hash)
+            )
             session.flush()
     except StorageError as exc:
         # A concurrent writer may have stored the same episode between our check and insert.

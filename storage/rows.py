@@ -3,7 +3,8 @@
 A record is the workspace's canonical chat document: ``{"messages", "prompt_length", "toolset"}``;
 the tool schemas come from the tool set (``storage.chat.schemas``), not from the record. SFT,
 KTO and DPO rows end with the provenance columns (``storage.formats.PROVENANCE_COLUMNS``):
-``Row.provenance`` of the trace (a DPO pair's are :func:`pair_provenance`).
+``Row.provenance`` of the trace (a DPO pair's are :func:`pair_provenance`). Every row ends with
+the world columns (``storage.formats.WORLD_COLUMNS``): ``Row.world``, null for static tasks.
 """
 
 from __future__ import annotations
@@ -24,15 +25,23 @@ NATIVE_COLUMNS: Provenance = {
     "converter_version": None,
     "writer": None,
 }
+World = Mapping[str, str | None]
+STATIC_WORLD: World = {"world_id": None, "pack_hash": None}
 
 
-def sft_row(record: dict[str, Any], provenance: Provenance = NATIVE_COLUMNS) -> dict[str, Any]:
+def sft_row(
+    record: dict[str, Any], provenance: Provenance = NATIVE_COLUMNS, world: World = STATIC_WORLD
+) -> dict[str, Any]:
     """The whole conversation and its tools (conversational language modeling)."""
-    return {"messages": record["messages"], "tools": schemas(record["toolset"]), **provenance}
+    return {"messages": record["messages"], "tools": schemas(record["toolset"]), **provenance, **world}
 
 
 def kto_row(
-    record: dict[str, Any], *, label: bool, provenance: Provenance = NATIVE_COLUMNS
+    record: dict[str, Any],
+    *,
+    label: bool,
+    provenance: Provenance = NATIVE_COLUMNS,
+    world: World = STATIC_WORLD,
 ) -> dict[str, Any]:
     """The prompt, the agent's completion and the absolute label (conversational unpaired preference)."""
     cut = record["prompt_length"]
@@ -42,13 +51,20 @@ def kto_row(
         "label": label,
         "tools": schemas(record["toolset"]),
         **provenance,
+        **world,
     }
 
 
 def dpo_row(
-    chosen: dict[str, Any], rejected: dict[str, Any], provenance: Provenance = NATIVE_COLUMNS
+    chosen: dict[str, Any],
+    rejected: dict[str, Any],
+    provenance: Provenance = NATIVE_COLUMNS,
+    world: World = STATIC_WORLD,
 ) -> dict[str, Any]:
-    """A preference pair sharing one prompt and tool set (conversational preference, explicit prompt)."""
+    """A preference pair sharing one prompt and tool set (conversational preference, explicit prompt).
+
+    Both sides are traces of one task, so of one world: ``world`` is the chosen side's.
+    """
     cut = chosen["prompt_length"]
     return {
         "prompt": chosen["messages"][:cut],
@@ -56,6 +72,7 @@ def dpo_row(
         "rejected": rejected["messages"][rejected["prompt_length"] :],
         "tools": schemas(chosen["toolset"]),
         **provenance,
+        **world,
     }
 
 
@@ -104,6 +121,7 @@ def grpo_row(
     *,
     best: dict[str, Any] | None,
     observed: Sequence[Observed],
+    world: World = STATIC_WORLD,
 ) -> dict[str, Any]:
     """A task as an RL prompt with its ground truth and the rewards its served episodes got.
 
@@ -124,6 +142,7 @@ def grpo_row(
         "observed_rewards": [o.score for o in observed],
         "observed_success": [o.success for o in observed],
         "observed_turn_rewards": [list(o.turn_rewards) for o in observed],
+        **world,
     }
 
 
@@ -137,4 +156,5 @@ def aside_row(row: Row, record: dict[str, Any]) -> dict[str, Any]:
         "score": row.score,
         "toolset": record["toolset"],  # its schemas: arena.tools.tool_schemas(toolset)
         "messages": record["messages"],
+        **row.world,  # a world trace converts against its world's pack, not the base catalog
     }

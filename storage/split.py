@@ -35,6 +35,8 @@ class Curation:
     workspace: Workspace
     funnel: Funnel
     tasks: dict[str, Task] = field(default_factory=dict)  # every observed task, by id
+    # The world each observed world task ran on ({"world_id", "pack_hash"}); static tasks are absent.
+    worlds: dict[str, dict[str, str | None]] = field(default_factory=dict)
     cluster_split: dict[str, Split] = field(default_factory=dict)
     audit: AuditReport | None = None
 

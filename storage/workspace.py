@@ -39,7 +39,9 @@ CREATE TABLE traces (
     origin TEXT NOT NULL,
     source_hash TEXT,
     converter_version TEXT,
-    writer TEXT
+    writer TEXT,
+    world_id TEXT,
+    pack_hash TEXT
 );
 CREATE INDEX traces_rank
     ON traces (stream, cluster, success DESC, origin DESC, structural DESC, score DESC, episode_id);
@@ -69,9 +71,9 @@ class Row:
     ``record`` is the canonical chat document (``{"messages", "prompt_length", "toolset"}``) as
     JSON text, encoded once when the trace is added and decoded once per read row (``document``),
     only by the stages that write it out. The table's columns are this class's fields, in order.
-    The last four are the export's provenance columns (``storage.conversion.convert.Provenance``):
+    Then come the export's provenance columns (``storage.conversion.convert.Provenance``):
     ``origin`` ``native`` or ``converted``, and for a converted trace its source's content hash,
-    the converter version and the writer.
+    the converter version and the writer; last the world the trace ran on (null: a static task).
     """
 
     seq: int
@@ -95,6 +97,13 @@ class Row:
     source_hash: str | None = None
     converter_version: str | None = None
     writer: str | None = None
+    world_id: str | None = None
+    pack_hash: str | None = None
+
+    @property
+    def world(self) -> dict[str, str | None]:
+        """The export's world columns."""
+        return {"world_id": self.world_id, "pack_hash": self.pack_hash}
 
     @property
     def provenance(self) -> dict[str, str | None]:

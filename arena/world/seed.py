@@ -1,5 +1,9 @@
 """Where a world's randomness comes from: sha256(seed || "arena.world/1" || base index hash), split by part.
 
+In validator rounds the seed itself comes from the chain (``round_seed``): the hash of a block a
+fixed number of blocks after the world round's start (``world_round_at``), mixed with the netuid
+and the round index, so nobody knows it before that block and every validator derives the same.
+
 Nothing else feeds a world: never Python's ``hash()``, set order, dict order of untrusted input
 or the clock. Each part (delta, vouchers, tasks) draws from its own ``random.Random`` seeded
 from sha256(world seed || part name), so resizing one part never shifts another's draws.
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from dataclasses import dataclass
 
 from arena.index import SearchIndex
 from arena.types import canonical_json
@@ -38,3 +43,53 @@ def part_seed(world: bytes, part: str) -> int:
 def part_rng(world: bytes, part: str) -> random.Random:
     """One part's random source (``random.Random`` from an int is the same on every platform)."""
     return random.Random(part_seed(world, part))
+
+
+ROUND_SEED_LABEL = b"arena.round-seed/1"
+
+
+@dataclass(frozen=True)
+class WorldRound:
+    """Which world a chain block falls in: its index, the block it starts at, the block seeding it."""
+
+    index: int
+    start_block: int
+    seed_block: int
+
+
+def world_round_at(block: int, *, period: int, delay: int) -> WorldRound | None:
+    """The latest world round whose seed block the chain has produced by ``block`` (None: none yet).
+
+    World round ``k`` starts at block ``k * period``; its seed is the hash of block
+    ``k * period + delay``, unknown to anyone until that block is made. A validator at ``block``
+    uses the newest round whose seed block is at or below it, so every validator between two seed
+    blocks compiles the same world, whatever its own round cadence.
+
+    Raises:
+        ValueError: ``period`` < 1, or ``delay`` outside ``0..period-1``.
+    """
+    if period < 1 or not 0 <= delay < period:
+        raise ValueError(f"need period >= 1 and 0 <= delay < period, got period={period} delay={delay}")
+    if block < delay:
+        return None
+    index = (block - delay) // period
+    return WorldRound(index=index, start_block=index * period, seed_block=index * period + delay)
+
+
+def round_seed(block_hash: bytes | str, *, netuid: int, round_index: int) -> bytes:
+    """A world round's seed: sha256("arena.round-seed/1" || netuid (u16) || round (u64) || block hash).
+
+    ``block_hash`` is the seed block's hash: raw bytes, or hex text (``0x`` optional, as the
+    chain gives it). The label and the fixed-width integers come first, so the concatenation is
+    unambiguous. The result goes into ``world_seed`` as the seed bytes (with the base hash).
+
+    Raises:
+        ValueError: a netuid or round index out of range, or a hash that is empty or not hex.
+    """
+    if not 0 <= netuid < 1 << 16 or not 0 <= round_index < 1 << 64:
+        raise ValueError(f"netuid {netuid} or round index {round_index} out of range")
+    raw = bytes.fromhex(block_hash.removeprefix("0x")) if isinstance(block_hash, str) else bytes(block_hash)
+    if not raw:
+        raise ValueError("a round seed needs the seed block's hash")
+    head = ROUND_SEED_LABEL + netuid.to_bytes(2, "big") + round_index.to_bytes(8, "big")
+    return hashlib.sha256(head + raw).digest()

@@ -153,6 +153,21 @@ class BittensorChain:
         """The current block."""
         return await self._run("block", self._client.block, self._read_timeout)
 
+    async def block_hash(self, block: int) -> str | None:
+        """The hash of ``block`` (``0x`` hex), or None while the chain has not produced it yet.
+
+        The head is read first: a node (the local chain too) may answer a header for a future
+        number, and a world seed must never come from a block that does not exist yet.
+        """
+
+        async def read() -> str | None:
+            if block > await self._client.block():
+                return None
+            info = await self._client.block_info(block)
+            return None if info is None or not info.hash else str(info.hash)
+
+        return await self._run("block_hash", read, self._read_timeout)
+
     async def clock(self) -> ChainClock:
         """The head block's ``Timestamp.Now`` (milliseconds on chain, seconds here) and the block interval."""
 

@@ -81,6 +81,12 @@ def demo(
         typer.Option(min=5.0, help="Time budget of one episode (default 60 s; 20 s with --no-llm)."),
     ] = None,
     max_steps: Annotated[int, typer.Option(min=2, max=30, help="Model turns per episode (llm miners).")] = 6,
+    static_tasks: Annotated[
+        bool,
+        typer.Option(
+            "--static-tasks", help="Rounds on the static held-out tasks instead of a chain-seeded world each."
+        ),
+    ] = False,
     json_output: Annotated[
         bool, typer.Option("--json", help="Print one JSON object on stdout (progress stays on stderr).")
     ] = False,
@@ -124,6 +130,7 @@ def demo(
         tasks_per_round=tasks_per_round,
         episode_seconds=episode_seconds,
         max_steps=max_steps,
+        worlds=not static_tasks,
     )
     note(f"arena demo: work dir {config.workdir}")
     err = stderr_console()
@@ -151,7 +158,7 @@ def demo(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     out = err if json_output else stdout_console()
-    out.print(summary_table(result.miners, rounds=result.rounds))
+    out.print(summary_table(result.miners, rounds=result.rounds, worlds=result.worlds))
     out.print(export_table(result.exports))
     out.print(f"database: {result.database}\nexport:   {result.export}", markup=False)
     if json_output:

@@ -36,6 +36,9 @@ class DemoConfig:
         tasks_per_round: tasks each miner gets per round.
         episode_seconds: one episode's time budget (None: 60 s with llm miners, 20 s without).
         max_steps: model turns per episode for the llm miners.
+        worlds: run the rounds on chain-seeded world packs (a new world every
+            ``neurons.demo.run.WORLD_PERIOD`` blocks, so each round gets its own); False: the
+            static held-out tasks.
     """
 
     workdir: Path
@@ -54,6 +57,7 @@ class DemoConfig:
     tasks_per_round: int = 2
     episode_seconds: float | None = None
     max_steps: int = 6
+    worlds: bool = True
 
     def episode_budget(self) -> float:
         """Seconds per episode: explicit, else enough for the local model's turns when llm miners run."""
@@ -84,6 +88,7 @@ class DemoResult:
     judge: str | None
     seconds: dict[str, Any] = field(default_factory=dict)
     exports: list[ExportCount] = field(default_factory=list)
+    worlds: list[dict[str, Any]] = field(default_factory=list)  # each round's world (none: static tasks)
 
     def as_json(self) -> dict[str, Any]:
         """The JSON object ``arena demo --json`` prints."""
@@ -98,4 +103,5 @@ class DemoResult:
             "judge": self.judge,
             "seconds": self.seconds,
             "exports": {count.format: count.as_json() for count in self.exports},
+            "worlds": self.worlds,
         }

@@ -135,6 +135,10 @@ def start_miners(layout: Layout, processes: Processes, plans: list[MinerPlan]) -
     return started
 
 
+# Blocks per world on the demo's chain (one block a second): rounds minutes apart get a new world each.
+WORLD_PERIOD = 10
+
+
 def validator_env(layout: Layout, config: DemoConfig) -> dict[str, str]:
     """The validator's ``ARENA_*`` settings: small pools and budgets, weights after every round."""
     settings: dict[str, Any] = {
@@ -148,6 +152,9 @@ def validator_env(layout: Layout, config: DemoConfig) -> dict[str, str]:
         "POOL__MIN_HELD_OUT": max(12, 2 * config.tasks_per_round),
         "POOL__BATCH": max(30, 4 * config.tasks_per_round),
         "WEIGHTS_MIN_BLOCKS": 1,
+        "WORLD__ENABLED": config.worlds,
+        "WORLD__PERIOD_BLOCKS": WORLD_PERIOD,
+        "WORLD__DELAY_BLOCKS": 2,
         "LOG_LEVEL": "INFO",
         # Derived from the seed: the same seed and catalog give the same tasks in the same rounds.
         "TOKEN_SECRET": hashlib.sha256(f"arena-demo/{config.seed}".encode()).hexdigest(),
@@ -207,8 +214,10 @@ def _round_line(number: int, total: int, report: dict[str, Any], seconds: float)
     done = f"set at block {weights.get('block')}"
     if submitted and weights.get("reveal_round"):
         done = f"committed at block {weights.get('block')} (reveal round {weights['reveal_round']})"
+    world = summary.get("world")
+    where = f" on world {world['world_id']} ({world['source']})" if world else " on static tasks"
     line = (
-        f"round {number}/{total}: {summary.get('stored', 0)} episodes judged and stored ({ends}), "
+        f"round {number}/{total}{where}: {summary.get('stored', 0)} episodes judged and stored ({ends}), "
         f"{summary.get('successes', 0)} successes; weights "
         + (done if submitted else f"not set ({weights.get('result')})")
     )
@@ -271,6 +280,7 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
         say(f"{len(plans)} miners serving: {serving} [{seconds['miners_start']:.1f} s]")
         port = free_port()
         seconds["rounds"] = []
+        worlds: list[dict[str, Any]] = []
         for number in range(1, config.rounds + 1):
             mark = time.monotonic()
             say(f"round {number}/{config.rounds}: validator running")
@@ -278,6 +288,9 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
             report = run_validator_round(layout, processes, config, number=number, port=port, judge=judge)
             seconds["rounds"].append(round(time.monotonic() - mark, 2))
             say(_round_line(number, config.rounds, report, seconds["rounds"][-1]))
+            if report["round"].get("world") is not None:
+                world = report["round"]["world"]  # its "round" is the world's index on the chain
+                worlds.append({**world, "round": number, "world_round": world["round"]})
     if "export" in report["failed"] or not (layout.export / "manifest.json").is_file():
         raise DemoError(f"the validator's export job wrote no export into {layout.export}; see its log")
     mark = time.monotonic()
@@ -304,6 +317,7 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
         judge=judge[0] if judge else None,
         seconds=seconds,
         exports=export_counts(layout.export),
+        worlds=worlds,
     )
 
 

@@ -141,10 +141,20 @@ def summarize(
     return rows
 
 
-def summary_table(rows: Sequence[MinerSummary], *, rounds: int) -> Table:
-    """The rows as a rich table (hotkeys shortened)."""
+def worlds_caption(worlds: Sequence[dict[str, Any]]) -> str:
+    """Which worlds the rounds ran on (``DemoResult.worlds``), for the table's caption."""
+    if not worlds:
+        return "static tasks (no world packs)"
+    return "worlds: " + ", ".join(f"round {w['round']} {w['world_id']}" for w in worlds)
+
+
+def summary_table(
+    rows: Sequence[MinerSummary], *, rounds: int, worlds: Sequence[dict[str, Any]] = ()
+) -> Table:
+    """The rows as a rich table (hotkeys shortened), captioned with the worlds the rounds ran on."""
     table = Table(
         title=f"Shopping Arena local network: {rounds} round{'s' * (rounds != 1)}",
+        caption=worlds_caption(worlds),
         box=box.SIMPLE_HEAD,
         show_edge=False,
         collapse_padding=True,

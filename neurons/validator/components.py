@@ -52,6 +52,7 @@ from neurons.validator.startup import (
 )
 from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
+from neurons.validator.worlds import RoundWorld, cached_worlds, round_world
 from storage import repository
 from storage.conversion.convert import Converter
 from storage.db import in_session, make_sessionmaker
@@ -68,7 +69,8 @@ def curation_exporter(settings: ValidatorSettings) -> Exporter:
 
     Each run rewrites the export directory from the whole database (SFT, KTO, DPO and GRPO
     files, funnel, manifest, dataset card); the card names the database without its password.
-    Axis-B and mixed traces are converted against the validator's search index (no index: none).
+    Axis-B and mixed traces are converted against the validator's search index (no index: none),
+    a world episode against its world, found by pack hash among the cached packs.
     """
     source = make_url(settings.database_url()).render_as_string(hide_password=True)
     converters: list[Converter | None] = []
@@ -84,7 +86,8 @@ def curation_exporter(settings: ValidatorSettings) -> Exporter:
 def _converter(settings: ValidatorSettings) -> Converter | None:
     """The export's converter on the validator's index, or None (logged) where it cannot be opened."""
     try:
-        return Converter(index=open_index(settings.index_path()))
+        index = open_index(settings.index_path())
+        return Converter(index=index, worlds=cached_worlds(settings.world_cache_path(), index))
     except SearchIndexError as exc:
         logger.warning("curation_conversion_off reason=%s", exc)
         return None
@@ -112,6 +115,7 @@ class Validator:
     last_round: RoundSummary | None = None
     last_weights: WeightsOutcome | None = None
     last_check: SelfCheck | None = None
+    world: RoundWorld | None = None  # the world rounds run on now (world rounds on), kept across rounds
     tasks_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @property
@@ -183,11 +187,39 @@ class Validator:
             self.last_round = RoundSummary(round_id=None, result="refused")
             return self.last_round
         snapshot = screen_endpoints(await self.sync_metagraph(), self.endpoint_policy())
+        world = await self.round_world(snapshot.block)
+        if self.settings.world.enabled and world is None:
+            self.last_round = RoundSummary(round_id=None, result="no_world")
+            return self.last_round
         async with self.tasks_lock:
             round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
-            summary = await run_round(self.round_deps(), self.settings.round, snapshot, round_id=round_id)
+            summary = await run_round(
+                self.round_deps(), self.settings.round, snapshot, round_id=round_id, world=world
+            )
         self.last_round = summary
         return summary
+
+    async def round_world(self, block: int) -> RoundWorld | None:
+        """The world of the round at ``block`` (compiled or loaded once per world); None: world rounds off.
+
+        Raises:
+            ChainUnavailable: the seed block's hash could not be read.
+            WorldError: the world could not be compiled or cached.
+        """
+        s = self.settings
+        if not s.world.enabled:
+            return None
+        self.world = await round_world(
+            self.chain,
+            self.index,
+            s.world,
+            netuid=s.netuid,
+            block=block,
+            toolset=s.toolset,
+            cache=s.world_cache_path(),
+            current=self.world,
+        )
+        return self.world
 
     async def warn_weight_limit(self) -> str | None:
         """Warn (at start-up) when the subnet's MaxWeightsLimit bends the weights policy; the warning.
@@ -243,6 +275,9 @@ class Validator:
             "protocol_version": PROTOCOL_VERSION,
             "toolset": self.settings.toolset,
             "catalog_version": self.index.catalog_version,
+            "world": None
+            if self.world is None
+            else {"world_id": self.world.world_id, "round": self.world.at.index},
             "metagraph_block": self.snapshot.block if self.snapshot else None,
             "last_round": self.last_round.round_id if self.last_round else None,
             "self_check": None

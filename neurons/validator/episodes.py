@@ -7,6 +7,9 @@ miner's fault, stored as such; identical work in the round is credited once
 
 A reply refusing us in our own name is held (``Held``), not judged, and the round decides whose
 fault it is (the rule is in ``neurons.validator.rounds``' docstring).
+
+In a world round (``world`` given) each episode's tools run over the world's overlay, the judge
+reads the world's products (its prices, its listings), and the stored episode names the pack.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from neurons.validator.backoff import retry
 from neurons.validator.miner_client import MinerReply
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.settings import RoundConfig
+from neurons.validator.worlds import RoundWorld
 from storage import repository
 from storage.errors import UnstorableContent
 from storage.records import EpisodeRecord
@@ -112,8 +116,17 @@ def refusal_quorum(miners: int) -> int:
 class Episodes:
     """Runs one round's episodes: query under a concurrency bound, then judge and store each reply."""
 
-    def __init__(self, deps: RoundDeps, config: RoundConfig, round_id: int, *, miners: int) -> None:
-        self.deps, self.config, self.round_id = deps, config, round_id
+    def __init__(
+        self,
+        deps: RoundDeps,
+        config: RoundConfig,
+        round_id: int,
+        *,
+        miners: int,
+        world: RoundWorld | None = None,
+    ) -> None:
+        self.deps, self.config, self.round_id, self.world = deps, config, round_id, world
+        self.products = world.overlay.products if world is not None else deps.products
         self.query_slots = asyncio.Semaphore(deps.query_concurrency)
         self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
         self.tools = tuple(tool_schemas(deps.judge_config.toolset))
@@ -153,7 +166,12 @@ class Episodes:
                 return None
             started = datetime.now(UTC)
             try:
-                episode_id, token = self.deps.registry.open_episode(task.task_id, miner.hotkey, self.budgets)
+                episode_id, token = self.deps.registry.open_episode(
+                    task.task_id,
+                    miner.hotkey,
+                    self.budgets,
+                    context=self.world.context if self.world is not None else None,
+                )
             except EpisodeError:
                 logger.warning(
                     "episode_not_opened round=%d uid=%d reason=registry_full", self.round_id, miner.uid
@@ -214,7 +232,12 @@ class Episodes:
             started_at=started,
             finished_at=finished,
             end=reply.end,
+            world_id=self.world.world_id if self.world is not None else None,
+            pack_hash=self.world.pack_hash if self.world is not None else None,
         )
+        if self.world is not None:
+            # Counted in our own tool log, the one record a miner cannot shape.
+            metrics.SHOPPER_QUESTIONS.observe(sum(1 for entry in log if entry.tool == "ask_user"))
         credited = False
         try:
             judgment = await self._store(record, reply.trajectory, log, judgment, task)
@@ -270,7 +293,7 @@ class Episodes:
                     task,
                     reply.trajectory,
                     log=log,
-                    products=deps.products,
+                    products=self.products,
                     completer=deps.completer,
                     config=deps.judge_config,
                     executor=deps.judge_executor,

@@ -14,6 +14,10 @@ self-check fails, the fault is ours: the round stops sending, the held replies s
 episode stored, no zero), and the round closes as ``stopped`` (alerted). Otherwise the claim is
 the claimant's alone, and its held replies are judged and stored as the ``miner_error`` zeros
 they are, so no miner escapes a task by refusing it in our name.
+
+A world round (``world`` given, ``neurons.validator.worlds``) draws its tasks from the world's
+pack instead of the held-out pool (``open_world_round``: the same tasks on every validator with
+the same cadence), and its episodes run on that world; the summary names it.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
 from neurons.validator.episodes import Episodes, Held, Querier, RoundDeps, refusal_quorum, verdict
 from neurons.validator.settings import RoundConfig
-from neurons.validator.taskpool import burn, open_and_burn
+from neurons.validator.taskpool import burn, open_and_burn, open_world_round
+from neurons.validator.worlds import RoundWorld
 from storage import repository
 from storage.db import in_session
 from storage.records import RoundRecord
@@ -54,8 +59,9 @@ __all__ = [
     "verdict",
 ]
 
-RoundResult = Literal["ok", "partial", "stopped", "refused", "no_miners", "no_tasks"]
-"""``stopped``: miners refused us in our own name mid-round; ``refused``: our self-check failed first."""
+RoundResult = Literal["ok", "partial", "stopped", "refused", "no_miners", "no_tasks", "no_world"]
+"""``stopped``: miners refused us in our own name mid-round; ``refused``: our self-check failed first;
+``no_world``: world rounds are on and the chain has not produced the world's seed block yet."""
 
 
 @dataclass
@@ -74,10 +80,12 @@ class RoundSummary:
     ends: dict[str, int] = field(default_factory=dict)
     successes: int = 0
     seconds: float = 0.0
+    world: dict[str, Any] | None = None  # the world round's pack (``world_stats``); None: static tasks
 
     def stats(self) -> dict[str, Any]:
         """The JSON-able summary stored with the round."""
         return {
+            "world": self.world,
             "result": self.result,
             "miners": self.miners,
             "tasks": self.tasks,
@@ -90,6 +98,18 @@ class RoundSummary:
             "successes": self.successes,
             "seconds": round(self.seconds, 3),
         }
+
+
+def world_stats(world: RoundWorld) -> dict[str, Any]:
+    """What a round's summary says of its world: the pack's identity and where its seed came from."""
+    return {
+        "world_id": world.world_id,
+        "pack_hash": world.pack_hash,
+        "round": world.at.index,
+        "seed_block": world.at.seed_block,
+        "block_hash": world.block_hash,
+        "source": world.source,
+    }
 
 
 def pick_miners(snapshot: MetagraphSnapshot, *, self_hotkey: str, n: int, key: bytes) -> list[Neuron]:
@@ -137,9 +157,16 @@ def recover_round(session: Session) -> RoundRecord | None:
 
 
 async def run_round(
-    deps: RoundDeps, config: RoundConfig, snapshot: MetagraphSnapshot, *, round_id: int
+    deps: RoundDeps,
+    config: RoundConfig,
+    snapshot: MetagraphSnapshot,
+    *,
+    round_id: int,
+    world: RoundWorld | None = None,
 ) -> RoundSummary:
     """Run round ``round_id`` against the miners of ``snapshot`` (see the module docstring).
+
+    With ``world``, the tasks are the world pack's and the episodes run on its overlay.
 
     No round is recorded (and the id is not used up) when there is no miner or no task.
 
@@ -156,24 +183,47 @@ async def run_round(
     if not miners:
         logger.warning("round_skipped round=%d reason=no_miners neurons=%d", round_id, len(snapshot.neurons))
         return RoundSummary(round_id=None, result="no_miners")
-    tasks = await asyncio.to_thread(
-        in_session,
-        deps.sessions,
-        open_and_burn,
-        round_id=round_id,
-        secret=deps.draw_secret,
-        n=config.tasks_per_round,
-        validator_hotkey=deps.validator_hotkey,
-        block=snapshot.block,
-    )
+    if world is None:
+        tasks = await asyncio.to_thread(
+            in_session,
+            deps.sessions,
+            open_and_burn,
+            round_id=round_id,
+            secret=deps.draw_secret,
+            n=config.tasks_per_round,
+            validator_hotkey=deps.validator_hotkey,
+            block=snapshot.block,
+        )
+    else:
+        tasks = await asyncio.to_thread(
+            in_session,
+            deps.sessions,
+            open_world_round,
+            round_id=round_id,
+            pack_hash=world.pack_hash,
+            tasks=[compiled.task for compiled in world.pack.tasks],
+            n=config.tasks_per_round,
+            validator_hotkey=deps.validator_hotkey,
+            block=snapshot.block,
+        )
+    described = world_stats(world) if world is not None else None
     if not tasks:
-        logger.warning("round_skipped round=%d reason=no_tasks", round_id)
-        return RoundSummary(round_id=None, result="no_tasks", miners=len(miners))
-    summary = RoundSummary(round_id=round_id, result="ok", miners=len(miners), tasks=len(tasks))
-    logger.info(
-        "round_start round=%d miners=%d tasks=%d block=%d", round_id, len(miners), len(tasks), snapshot.block
+        logger.warning(
+            "round_skipped round=%d reason=%s", round_id, "no_tasks" if world is None else "world_spent"
+        )
+        return RoundSummary(round_id=None, result="no_tasks", miners=len(miners), world=described)
+    summary = RoundSummary(
+        round_id=round_id, result="ok", miners=len(miners), tasks=len(tasks), world=described
     )
-    episodes = Episodes(deps, config, round_id, miners=len(miners))
+    logger.info(
+        "round_start round=%d miners=%d tasks=%d block=%d world=%s",
+        round_id,
+        len(miners),
+        len(tasks),
+        snapshot.block,
+        world.world_id if world is not None else "none",
+    )
+    episodes = Episodes(deps, config, round_id, miners=len(miners), world=world)
     outcomes = await asyncio.gather(
         *(episodes.run(miner, task) for task in tasks for miner in miners), return_exceptions=True
     )

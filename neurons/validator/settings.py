@@ -2,12 +2,12 @@
 
 Sections are frozen models nested under ``ValidatorSettings``, each named by its variables'
 prefix (``__`` nests): ``round`` (``ARENA_ROUND__*``: tasks and miners per round, episode
-budgets), ``client`` (``ARENA_CLIENT__*``: the bounds of calls to miners), ``pool``
-(``ARENA_POOL__*``: task rotation), ``judge`` (``ARENA_JUDGE__*``), ``policy``
-(``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``) and ``serving`` (``ARENA_SERVING__*``,
-``neurons.settings.ConnectionBounds``: the public port's read times and connection bounds).
-The code that uses a section takes it typed (``run_round(..., config: RoundConfig)``,
-``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
+budgets), ``world`` (``ARENA_WORLD__*``: world rounds), ``client`` (``ARENA_CLIENT__*``: the
+bounds of calls to miners), ``pool`` (``ARENA_POOL__*``: task rotation), ``judge``
+(``ARENA_JUDGE__*``), ``policy`` (``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``) and
+``serving`` (``ARENA_SERVING__*``, ``neurons.settings.ConnectionBounds``: the public port's read
+times and connection bounds). The code that uses a section takes it typed (``run_round(...,
+config: RoundConfig)``, ``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
 ``uvicorn_options(settings.serving)``), so each default is written once: here.
 
 The flat names these settings had before the sections (``ARENA_TASKS_PER_ROUND``...) are still
@@ -99,6 +99,36 @@ class PoolConfig(Section):
     def _shares(self) -> PoolConfig:
         if self.practice_share + self.never_touch_share > 1:
             raise ValueError("practice_share + never_touch_share must be at most 1")
+        return self
+
+
+class WorldConfig(Section):
+    """World rounds (``ARENA_WORLD__*``): tasks compiled from a world pack seeded by chain randomness.
+
+    Off, rounds draw the static held-out pool (tool set ``sb-1``'s tasks, ShoppingBench-comparable).
+    On, round ``k`` of the world clock (``arena.world.seed.world_round_at``) compiles the pack of
+    the seed block's hash over the base index and draws its tasks, so every validator on the
+    subnet serves the same world. The world's size (``arena.world.types.WorldSpec``) is the
+    protocol's default, not a setting: a validator with another would compile another world.
+    """
+
+    enabled: bool = Field(
+        default=False, description="Run rounds on chain-seeded world packs (off: static held-out tasks)."
+    )
+    period_blocks: int = Field(
+        default=360, ge=2, le=1_000_000, description="Blocks per world: a new world every this many blocks."
+    )
+    delay_blocks: int = Field(
+        default=3, ge=1, description="Blocks after a world's start whose hash seeds it (unknown before)."
+    )
+    cache_dir: Path | None = Field(
+        default=None, description="Where compiled packs are kept by seed (default: <data dir>/worlds)."
+    )
+
+    @model_validator(mode="after")
+    def _delay_inside_the_period(self) -> WorldConfig:
+        if self.delay_blocks >= self.period_blocks:
+            raise ValueError("delay_blocks must be below period_blocks")
         return self
 
 
@@ -215,6 +245,7 @@ class ValidatorSettings(NeuronSettings):
     client: ClientLimits = Field(default_factory=ClientLimits)
     pool: PoolConfig = Field(default_factory=PoolConfig)
     judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    world: WorldConfig = Field(default_factory=WorldConfig)
     policy: ScorePolicy = Field(default_factory=ScorePolicy)
     serving: ConnectionBounds = Field(default_factory=ConnectionBounds)
 
@@ -290,6 +321,10 @@ class ValidatorSettings(NeuronSettings):
     def index_path(self) -> Path:
         """The search index directory: ``index``, else ``<data_dir>/index``."""
         return (self.index or self.data_path() / "index").expanduser()
+
+    def world_cache_path(self) -> Path:
+        """Where compiled world packs are kept: ``world.cache_dir``, else ``<data_dir>/worlds``."""
+        return (self.world.cache_dir or self.data_path() / "worlds").expanduser()
 
     def export_path(self) -> Path:
         """Where periodic exports go: ``export_dir``, else ``<data_dir>/exports``."""

@@ -180,3 +180,47 @@ def open_and_burn(
     )
     burn(session, task_ids=ids)
     return drawn
+
+
+def world_draw_order(pack_hash: str, tasks: Sequence[Task]) -> list[Task]:
+    """A pack's tasks in the order every validator serves them: by sha256(pack hash || task id).
+
+    Public on purpose: the pack is unknown until its seed block, and validators must agree.
+    """
+    return sorted(tasks, key=lambda t: hashlib.sha256(f"{pack_hash}:{t.task_id}".encode()).digest())
+
+
+def open_world_round(
+    session: Session,
+    *,
+    round_id: int,
+    pack_hash: str,
+    tasks: Sequence[Task],
+    n: int,
+    validator_hotkey: str,
+    block: int | None,
+) -> list[Task]:
+    """Draw a world round's tasks from its pack, store them served and retired, and record the round.
+
+    The first ``n`` of the pack's tasks (``world_draw_order``) this validator has not served yet:
+    validators with the same cadence serve identical tasks. They never enter the held-out pool,
+    so a static round can never draw them; a pack whose tasks are all served gives none.
+    """
+    ordered = world_draw_order(pack_hash, tasks)
+    stored = repository.get_tasks(session, task_ids=[t.task_id for t in ordered])
+    fresh = [t for t in ordered if t.task_id not in stored or stored[t.task_id].pool != "retired"]
+    drawn = fresh[:n]
+    if not drawn:
+        return []
+    repository.save_tasks(session, tasks=[t.model_copy(update={"pool": "retired"}) for t in drawn])
+    ids = [t.task_id for t in drawn]
+    repository.open_round(
+        session,
+        round_id=round_id,
+        validator_hotkey=validator_hotkey,
+        started_at=datetime.now(UTC),
+        block=block,
+        task_ids=ids,
+    )
+    burn(session, task_ids=ids)
+    return drawn

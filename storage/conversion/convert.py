@@ -16,6 +16,10 @@ the same chat schema, its tool log, its re-judged Judgment, its provenance) or a
    byte for byte; steps the axis step classifier does not find driven are written again too;
 4. the trajectory is re-judged from its (pruned) log with the rule checks; a failed check is
    the drop reason. If pruning is what made it fail, the unpruned trace is tried once more.
+
+A world episode (its record names a pack hash) is replayed and re-judged on that world: the
+converter's ``worlds`` gives the world's overlay over the index; a world it does not know is
+the drop ``unknown_world``, never a replay against the base catalog's other prices.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeVar, get_args
 
 from arena.index import SearchIndex
+from arena.index_types import ProductIndex
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext
 from arena.types import (
     Task,
@@ -58,6 +63,7 @@ DropReason = Literal[
     "log_hash_mismatch",
     "duplicate_call_id",
     "unknown_toolset",
+    "unknown_world",
     "catalog_mismatch",
     "source_rejected",
     "no_answer",
@@ -147,11 +153,15 @@ Conversion = Converted | Dropped
 
 @dataclass(frozen=True)
 class Converter:
-    """What a conversion run needs: the search index the traces were judged on, a writer, the settings."""
+    """What a conversion run needs: the search index the traces were judged on, a writer, the settings.
+
+    ``worlds`` finds a world pack's overlay over ``index`` by pack hash (None: no world known).
+    """
 
     index: SearchIndex
     writer: RationaleWriter = field(default_factory=TemplateWriter)
     config: ConversionConfig = field(default_factory=ConversionConfig)
+    worlds: Callable[[str], ProductIndex | None] | None = None
 
 
 def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:
@@ -167,7 +177,7 @@ def _inputs(
     trajectory: Trajectory | None,
     log: Sequence[ToolLogEntry],
     source: Judgment,
-    index: SearchIndex,
+    index: ProductIndex,
 ) -> Dropped | None:
     """Why the inputs cannot be converted, or None."""
     if trajectory is None:
@@ -254,6 +264,7 @@ async def convert(
     source: Judgment,
     *,
     converter: Converter,
+    world: ProductIndex | None = None,
 ) -> Conversion:
     """Convert one judged trace (the module docstring has the steps); never raises for bad input.
 
@@ -263,8 +274,10 @@ async def convert(
         log: the validator's tool log of the episode.
         source: the trace's Judgment (outcome and success must survive conversion).
         converter: the index, the writer and the settings.
+        world: the world the trace ran on (its overlay over the converter's index); None: static.
     """
-    index, config = converter.index, converter.config
+    config = converter.config
+    index: ProductIndex = world if world is not None else converter.index
     refused = _inputs(task, trajectory, log, source, index)
     if refused is not None or task is None or trajectory is None:
         return refused or Dropped("no_trajectory")
@@ -301,8 +314,16 @@ async def convert(
 
 
 async def convert_judged(trace: JudgedTrace, converter: Converter) -> Conversion:
-    """Convert a stored judged trace (its task, trajectory, tool log and Judgment)."""
-    return await convert(trace.task, trace.trajectory, trace.tool_log, trace.judgment, converter=converter)
+    """Convert a stored judged trace (its task, trajectory, tool log and Judgment), on its world if any."""
+    world: ProductIndex | None = None
+    pack_hash = trace.episode.pack_hash
+    if pack_hash is not None:
+        world = converter.worlds(pack_hash) if converter.worlds is not None else None
+        if world is None:
+            return Dropped("unknown_world", f"{trace.episode.world_id} ({pack_hash})")
+    return await convert(
+        trace.task, trace.trajectory, trace.tool_log, trace.judgment, converter=converter, world=world
+    )
 
 
 async def convert_all(

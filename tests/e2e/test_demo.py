@@ -82,6 +82,13 @@ def test_the_demo_without_a_model_runs_a_round_and_the_solver_outweighs_the_quit
     assert miners["scripted"]["mean_score"] > 0
     assert miners["scripted"]["weight"] > miners["give_up"]["weight"]
     assert "round 1/1" in stderr and report["llm"] is None
+    [world] = report["worlds"]  # the round ran on a chain-seeded world, and the summary names it
+    assert world["round"] == 1 and world["world_id"].startswith("w-") and len(world["pack_hash"]) == 64
+    assert f"round 1/1 on world {world['world_id']}" in stderr
+    traces = load_traces(report["database"])
+    assert {(t.episode.world_id, t.episode.pack_hash) for t in traces} == {
+        (world["world_id"], world["pack_hash"])
+    }
 
 
 def test_the_demo_refuses_a_work_dir_that_is_not_fresh(tmp_path: Path) -> None:

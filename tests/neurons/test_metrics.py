@@ -18,7 +18,8 @@ from neurons import metrics
 # The unit (last word) a metric name may end with, per metric type.
 UNITS = {
     "counter": {"total"},
-    "histogram": {"seconds", "bytes"},
+    # episode: a count per episode (arena_shopper_questions_per_episode).
+    "histogram": {"seconds", "bytes", "episode"},
     # ok: a boolean gauge, 1 while a check passes and 0 while it fails (Prometheus' own `up`).
     "gauge": {"seconds", "bytes", "info", "block", "ratio", "size", "rows", "score", "weight", "ok"},
 }
@@ -33,17 +34,20 @@ BOUNDED_LABELS = {
     "job_name",  # scheduler job name
     "kind",  # miner request failure kind
     "op",  # database operation
+    "pack_hash",  # arena_world_info only: one series at a time, the last world's is removed
     "pool",  # task pool name
     "protocol",  # protocol version
     "reason",  # miner auth refusal reason
     "result",  # outcome of a round, submission or task
     "role",  # validator, miner
+    "source",  # world pack: compiled, cached
     "stage",  # curation funnel stage
     "status",  # tool call status
     "tool",  # tool name
     "uid",  # at most 256 per subnet, per-miner gauges only
     "verdict",  # judgment verdict
     "version",  # package version
+    "world_id",  # arena_world_info only: one series at a time, the last world's is removed
 }
 NAME = re.compile(r"^arena_[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 

@@ -17,10 +17,10 @@ from sqlalchemy.orm import Session
 from storage.chat import message
 from storage.errors import CurationError, RowError, SplitLeakError
 from storage.export import curate_and_export
-from storage.formats import FEATURES, FORMATS, PROVENANCE_COLUMNS, validate_row
+from storage.formats import FEATURES, FORMATS, PROVENANCE_COLUMNS, WORLD_COLUMNS, validate_row
 from storage.gates import CurationConfig
 from storage.manifest import read_manifest, refuse_leaks, training_clusters
-from storage.rows import NATIVE_COLUMNS
+from storage.rows import NATIVE_COLUMNS, STATIC_WORLD
 from tests.storage.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "export"
@@ -31,9 +31,9 @@ CONFIG = CurationConfig(eval_share=GOLDEN_EVAL_SHARE, miner_axis_sample=0)
 # TRL's accepted column sets (trl.data_utils.apply_chat_template's table) plus the columns
 # the trainers read beside them: ``tools`` (SFT, KTO, DPO) and GRPO's reward-function extras.
 TRL_TYPES = {
-    "sft": ({"messages"}, {"tools", *PROVENANCE_COLUMNS}),
-    "kto": ({"prompt", "completion", "label"}, {"tools", *PROVENANCE_COLUMNS}),
-    "dpo": ({"prompt", "chosen", "rejected"}, {"tools", *PROVENANCE_COLUMNS}),
+    "sft": ({"messages"}, {"tools", *PROVENANCE_COLUMNS, *WORLD_COLUMNS}),
+    "kto": ({"prompt", "completion", "label"}, {"tools", *PROVENANCE_COLUMNS, *WORLD_COLUMNS}),
+    "dpo": ({"prompt", "chosen", "rejected"}, {"tools", *PROVENANCE_COLUMNS, *WORLD_COLUMNS}),
     "grpo": (
         {"prompt"},
         {
@@ -43,6 +43,7 @@ TRL_TYPES = {
             "ground_truth",
             "observed_rewards",
             "observed_success",
+            *WORLD_COLUMNS,
             "observed_turn_rewards",
         },
     ),
@@ -248,6 +249,7 @@ def _sft() -> dict[str, Any]:
         ],
         "tools": tools,
         **NATIVE_COLUMNS,
+        **STATIC_WORLD,
     }
 
 
@@ -277,6 +279,9 @@ def test_validator_accepts_a_good_row_and_names_each_fault() -> None:
     faults["a converted row needs source_hash, converter_version, writer"] = broken(
         lambda r: r.update(origin="converted")
     )
+    faults["world_id and pack_hash must be both set or both null"] = broken(
+        lambda r: r.update(world_id="w-0123456789abcdef")
+    )
     for expected, row in faults.items():
         with pytest.raises(RowError, match=expected):
             validate_row("sft", row)
@@ -287,11 +292,12 @@ def test_validator_accepts_a_good_row_and_names_each_fault() -> None:
         "label": 1,
         "tools": good["tools"],
         **NATIVE_COLUMNS,
+        **STATIC_WORLD,
     }
     with pytest.raises(RowError, match="label must be a bool"):
         validate_row("kto", kto)
     dpo = {"prompt": good["messages"][:1], "chosen": good["messages"][1:], "rejected": good["messages"][1:]}
     with pytest.raises(RowError, match="chosen and rejected are the same"):
-        validate_row("dpo", {**dpo, "tools": good["tools"], **NATIVE_COLUMNS})
+        validate_row("dpo", {**dpo, "tools": good["tools"], **NATIVE_COLUMNS, **STATIC_WORLD})
     with pytest.raises(RowError, match="must start with an assistant message"):
         validate_row("kto", {**kto, "label": True, "completion": good["messages"]})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -12,10 +13,11 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 import storage.repository as repository
-from arena.types import Message, Task, result_hash
+from arena.types import Message, Task, content_hash, result_hash
 from judging.types import Judgment
 from storage.bounds import MAX_STORED_TRAJECTORY_CHARS
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
+from storage.mapping import episode_content_hash
 from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
 from storage.records import EpisodeRecord
 from storage.repository import (
@@ -135,8 +137,8 @@ def test_failing_judgment_leaves_nothing_half_written(
     trace = make_trace(8, task=task, round_id=7)
     original = repository.judgment_to_row
 
-    def out_of_range(judgment: Judgment, *, now: datetime) -> JudgmentRow:
-        row = original(judgment, now=now)
+    def out_of_range(judgment: Judgment, *, now: datetime, **world: str | None) -> JudgmentRow:
+        row = original(judgment, now=now, **world)
         row.score = 2.0  # the database's CHECK constraint refuses it, after episode and log went in
         return row
 
@@ -313,6 +315,44 @@ def test_rows_carry_the_columns_curation_filters_on(session: Session, task: Task
     assert row.scorer == "scorer-1" and row.axis == trace.judgment.axis
     task_row = session.get(TaskRow, task.task_id)
     assert task_row is not None and task_row.leak_cluster == task.leak_cluster
+
+
+WORLD = {"world_id": "w-0123456789abcdef", "pack_hash": "0123456789abcdef" * 4}
+
+
+def test_a_world_episode_carries_its_world_into_both_rows_and_a_static_one_nulls(
+    session: Session, task: Task
+) -> None:
+    static = make_trace(16, task=task, round_id=7)
+    world = make_trace(17, task=task, round_id=7)
+    world = dataclasses.replace(world, episode=world.episode.model_copy(update=WORLD))
+    save(session, static)
+    save(session, world)
+    assert get_judged(session, episode_id=world.episode.episode_id).episode == world.episode  # type: ignore[union-attr]
+    assert get_judged(session, episode_id=static.episode.episode_id).episode.world_id is None  # type: ignore[union-attr]
+    rows = {r.episode_id: r for r in session.scalars(select(JudgmentRow))}
+    assert (rows[world.episode.episode_id].world_id, rows[world.episode.episode_id].pack_hash) == (
+        WORLD["world_id"],
+        WORLD["pack_hash"],
+    )
+    assert rows[static.episode.episode_id].world_id is None
+    episode = session.scalars(
+        select(EpisodeRow).where(EpisodeRow.episode_id == world.episode.episode_id)
+    ).one()
+    assert episode.world_id == WORLD["world_id"] and episode.pack_hash == WORLD["pack_hash"]
+
+
+def test_a_static_episode_hashes_as_before_worlds_and_a_half_world_is_refused() -> None:
+    record = make_trace(18, task=make_task(1)).episode
+    before = {k: v for k, v in record.model_dump(mode="json").items() if k not in WORLD}
+    assert episode_content_hash(record, None, ()) == content_hash(
+        {"episode": before, "trajectory": None, "tool_log": []}, prefix="e-"
+    )
+    assert episode_content_hash(record.model_copy(update=WORLD), None, ()) != episode_content_hash(
+        record, None, ()
+    )
+    with pytest.raises(ValidationError, match="together"):
+        EpisodeRecord.model_validate(record.model_dump() | {"world_id": "w-0123456789abcdef"})
 
 
 def stored_chars(session: Session, episode_id: str) -> int:

@@ -61,6 +61,18 @@ async def test_blocks_advance_with_wall_time(net: LocalNet) -> None:
     assert (await chain.snapshot()).block == first + 3
 
 
+async def test_a_block_hash_is_read_only_once_the_block_exists(net: LocalNet) -> None:
+    chain = net.chain("validator")
+    head = await chain.block()
+    assert await chain.block_hash(head + 2) is None  # not produced yet: no seed can come from it
+    past = await chain.block_hash(head)
+    assert past is not None and past.startswith("0x") and len(past) == 2 + 64
+    assert await net.chain("miner1").block_hash(head) == past  # every client reads the same hash
+    net.clock.advance(12.0 * 2)
+    future = await chain.block_hash(head + 2)
+    assert future is not None and future != past
+
+
 async def test_weight_rules_are_read_from_chain(make_net: Callable[..., LocalNet]) -> None:
     net = make_net(
         tempo=30, weights_rate_limit=7, weights_version=3, min_allowed_weights=2, reveal_period_epochs=2

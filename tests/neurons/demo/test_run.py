@@ -136,6 +136,9 @@ def test_validator_env_is_valid_settings_and_seeded(tmp_path: Path, monkeypatch:
     assert settings.round.tasks_per_round == 3 and settings.weights_min_blocks == 1
     assert settings.index_path() == layout.index and settings.export_path() == layout.export
     assert settings.database_url() == layout.database_url
+    assert settings.world.enabled and settings.world.period_blocks == 10  # the demo runs world rounds
+    static = validator_env(layout, DemoConfig(workdir=tmp_path, worlds=False))
+    assert static["ARENA_WORLD__ENABLED"] == "False"
     assert (
         env["ARENA_TOKEN_SECRET"] == validator_env(layout, DemoConfig(workdir=tmp_path))["ARENA_TOKEN_SECRET"]
     )

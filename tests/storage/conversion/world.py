@@ -14,6 +14,7 @@ from typing import Any
 
 from arena.generate import generate_tasks
 from arena.index import SearchIndex
+from arena.index_types import ProductIndex
 from arena.tools import ToolContext, canonical_arguments, run_tool, tool_schemas
 from arena.types import Task, ToolLogEntry, ToolResult, result_hash
 from judging.judge import JudgeConfig, judge
@@ -25,7 +26,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOTKEY = "hk-scripted"
 
 
-async def _episode(task: Task, index: SearchIndex, number: int) -> JudgedTrace:
+async def _episode(
+    task: Task, index: ProductIndex, number: int, world: dict[str, str] | None = None
+) -> JudgedTrace:
     ctx = ToolContext(index=index)
     episode_id = f"ep-{number:05d}"
     log: list[ToolLogEntry] = []
@@ -63,6 +66,7 @@ async def _episode(task: Task, index: SearchIndex, number: int) -> JudgedTrace:
         started_at=T0 + timedelta(seconds=number),
         finished_at=T0 + timedelta(seconds=number + 1),
         end="completed",
+        **(world or {}),
     )
     return JudgedTrace(
         seq=number + 1,
@@ -81,5 +85,14 @@ def scripted_traces(index: SearchIndex, n: int, seed: int) -> list[JudgedTrace]:
 
     async def run() -> list[JudgedTrace]:
         return [await _episode(task, index, i) for i, task in enumerate(tasks)]
+
+    return asyncio.run(run())
+
+
+def world_traces(tasks: list[Task], overlay: ProductIndex, world: dict[str, str]) -> list[JudgedTrace]:
+    """One judged scripted episode per world task, its tools and judge on ``overlay``, named by ``world``."""
+
+    async def run() -> list[JudgedTrace]:
+        return [await _episode(task, overlay, i, world) for i, task in enumerate(tasks)]
 
     return asyncio.run(run())
