@@ -30,6 +30,8 @@ from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
+from arena.world.shopper import ShopperSession
+from arena.world.types import ShopperProfile
 from judging.duplicates import FirstArrivals, credited_once, work_hash
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.outcome import ProductLookup
@@ -171,6 +173,7 @@ class Episodes:
                     miner.hotkey,
                     self.budgets,
                     context=self.world.context if self.world is not None else None,
+                    shopper=ShopperSession(profile) if (profile := self._profile(task)) else None,
                 )
             except EpisodeError:
                 logger.warning(
@@ -274,6 +277,9 @@ class Episodes:
             ),
         )
 
+    def _profile(self, task: Task) -> ShopperProfile | None:
+        return self.world.shopper_profile(task.task_id) if self.world is not None else None
+
     async def _judge(
         self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[ToolLogEntry]
     ) -> Judgment:
@@ -297,6 +303,7 @@ class Episodes:
                     completer=deps.completer,
                     config=deps.judge_config,
                     executor=deps.judge_executor,
+                    profile=self._profile(task),
                 )
         metrics.JUDGE_DURATION.observe(time.monotonic() - started)
         return judgment

@@ -22,12 +22,12 @@ from typing import Literal, Protocol
 
 from arena.errors import WorldError
 from arena.index import SearchIndex
-from arena.tools import ToolContext
+from arena.tools import ToolContext, find_tool
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.pack import load_manifest, load_pack, save_pack
 from arena.world.seed import WorldRound, base_hash, round_seed, world_round_at, world_seed
-from arena.world.types import WorldPack, WorldSpec
+from arena.world.types import ShopperProfile, WorldPack, WorldSpec
 from neurons import metrics
 from neurons.validator.settings import WorldConfig
 
@@ -64,6 +64,16 @@ class RoundWorld:
     def pack_hash(self) -> str:
         """The pack hash: covers the seed, the base, the spec and every part."""
         return self.pack.manifest.pack_hash
+
+    def shopper_profile(self, task_id: str) -> ShopperProfile | None:
+        """The hidden shopper of one of the world's tasks, where the tool set lets agents ask.
+
+        None for a task the pack does not hold, and under a tool set without ``ask_user``: an
+        agent that cannot ask is never scored on questions it could not put.
+        """
+        if find_tool("ask_user", self.context.toolset) is None:
+            return None
+        return next((wt.profile for wt in self.pack.tasks if wt.task.task_id == task_id), None)
 
 
 def pack_directory(cache: Path, seed: bytes, base: str) -> Path:
