@@ -12,7 +12,16 @@ import math
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from arena.arguments import ArgumentError, parse_arguments
 
@@ -392,6 +401,17 @@ class ToolLogEntry(Frozen):
     started_at: datetime
     finished_at: datetime
     nonce_status: NonceStatus = "none"
+    # The world version the result came from (``arena.world``: a world may change during an
+    # episode); None over a static catalog, and then left out of the entry's dump, so the
+    # content hashes of static episodes are what they were before the field existed.
+    world_version: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_version(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("world_version") is None:
+            data.pop("world_version", None)
+        return data
 
 
 def result_hash(content: str) -> str:

@@ -157,6 +157,8 @@ class ToolLogRow(Base):
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
     nonce_status: Mapped[str] = mapped_column(String(8))
+    # The world version the result came from (NULL over a static catalog; migration 0004).
+    world_version: Mapped[int | None] = mapped_column(Integer)
 
 
 class JudgmentRow(Base):
