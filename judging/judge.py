@@ -102,6 +102,7 @@ async def judge(
     completer: Completer | None,
     config: JudgeConfig,
     executor: Executor | None = None,
+    truth: Task | None = None,
 ) -> Judgment:
     """Judge one trajectory against its task, its tool log and the catalog.
 
@@ -117,13 +118,21 @@ async def judge(
         completer: The LLM reasoning judge, or None to leave reasoning unscored.
         config: Thresholds, budgets and coefficients.
         executor: Where the code's work runs (a bounded pool); None: inline, on the caller's thread.
+        truth: What the answer is scored against where the world changed during the episode
+            (``judging.world.judged_at_answer``); None: ``task``.
 
     Returns:
         The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
         components, axis, score and versions.
     """
     ctx = JudgingContext(
-        task=task, trajectory=trajectory, log=log, products=products, config=config, completer=completer
+        task=task,
+        trajectory=trajectory,
+        log=log,
+        products=products,
+        config=config,
+        completer=completer,
+        truth=truth,
     )
     if executor is None:
         checks, ask = _rules(ctx)
@@ -151,6 +160,7 @@ def judge_rules(
     log: Sequence[ToolLogEntry],
     products: ProductLookup,
     config: JudgeConfig,
+    truth: Task | None = None,
 ) -> Judgment:
     """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
 
@@ -158,7 +168,9 @@ def judge_rules(
     leaves it; for callers that re-judge many trajectories without an LLM (curation's
     conversion stage) and need no event loop.
     """
-    ctx = JudgingContext(task=task, trajectory=trajectory, log=log, products=products, config=config)
+    ctx = JudgingContext(
+        task=task, trajectory=trajectory, log=log, products=products, config=config, truth=truth
+    )
     checks = [check(ctx) for check in RULE_CHECKS]
     checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))
     return verdict(ctx, checks)

@@ -69,14 +69,17 @@ def compile_changes(
     for number in picked:
         gold, runner_up = eligible[number]
         price = max(round(runner_up.price * rng.uniform(1.05, 1.3), 2), round(runner_up.price + 0.01, 2))
-        change = WorldChange(after_calls=rng.randint(*spec.change_after), product_id=gold.product_id, price=price)
+        after = rng.randint(*spec.change_after)
+        change = WorldChange(after_calls=after, product_id=gold.product_id, price=price)
         trial = sorted([*changes, change], key=lambda c: (c.after_calls, c.product_id))
         reached = _reached(world.with_changes(trial), tasks)
         if reached is not None:
             changes, revised = trial, reached
-    return world.with_changes(changes), [
-        task.model_copy(update={"revisions": revised[i]}) if i in revised else task for i, task in enumerate(tasks)
+    revised_tasks = [
+        task.model_copy(update={"revisions": revised[i]}) if i in revised else task
+        for i, task in enumerate(tasks)
     ]
+    return world.with_changes(changes), revised_tasks
 
 
 def _reached(world: WorldOverlay, tasks: Sequence[WorldTask]) -> dict[int, tuple[GoldRevision, ...]] | None:
@@ -95,9 +98,11 @@ def _reached(world: WorldOverlay, tasks: Sequence[WorldTask]) -> dict[int, tuple
 
 
 def truth_at(task: WorldTask, version: int) -> Task | None:
-    """The task as judged at ``version``: its gold moved to that version's cheapest fit, priced at most
-    that fit's price (so a pick that was cheapest before a change fails after it); None where the
-    task has no revisions (its own gold holds)."""
+    """The task as judged at ``version`` (None where it has no revisions: its own gold holds).
+
+    Its gold moves to that version's cheapest fit and is priced at most that fit's price, so a
+    pick that was the cheapest before a change fails after it.
+    """
     if not task.revisions:
         return None
     revision = [r for r in task.revisions if r.version <= version][-1]

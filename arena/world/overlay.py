@@ -125,8 +125,7 @@ class WorldOverlay:
     def _declare(self, delta: WorldDelta) -> None:
         """Make this overlay version 0 of ``delta`` (its changes checked, no version built yet)."""
         unknown = sorted(
-            {c.product_id for c in delta.changes if c.product_id not in self._ordinals}
-            - set(self._new_at)
+            {c.product_id for c in delta.changes if c.product_id not in self._ordinals} - set(self._new_at)
         )
         if unknown:
             raise WorldError(f"world changes name products this world lacks: {', '.join(unknown[:5])}")
