@@ -152,7 +152,7 @@ def evaluate(
     )
 
     if index is None or not (tasks or world):
-        fail("--index and --tasks (or --world) are required (see arena eval --help)")
+        fail("--index and --tasks are required, or --index and --world (see arena eval --help)")
     if tasks and world is not None:
         fail("--world brings its own tasks: give --tasks or --world, not both")
     if agent == "llm" and not (model_url and model):
