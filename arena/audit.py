@@ -16,6 +16,9 @@ Near misses (reported, not failing): cross-pool pairs with Jaccard in
 [``near_miss_threshold``, ``near_dup_threshold``), 0.3 by default. Candidates come from MinHash
 LSH at 0.2 (the same LSH ``arena.pools.pool_groups`` uses, so pool moves and the audit agree);
 near misses are best effort, violations are confirmed on the exact Jaccard.
+
+World tasks are compared on their skeletons (``arena.clusters``: base gold ids, numbers masked,
+world values out of the spec), so one task reused in two worlds in two pools is a leak.
 """
 
 from __future__ import annotations
@@ -30,10 +33,11 @@ from arena.clusters import (
     AUDIT_NEAR_DUP_THRESHOLD,
     NEAR_MISS_THRESHOLD,
     constraint_spec,
+    gold_key,
     near_duplicate_links,
+    query_key,
 )
 from arena.types import Task
-from arena.wording import normalise_query
 
 # Keep reports readable on a badly leaking file; the counts stay exact.
 MAX_FINDINGS = 1000
@@ -111,10 +115,10 @@ def audit(
     enumerated = list(enumerate(tasks))
     for finding in _shared_keys(tasks, "task", ((i, t.task_id) for i, t in enumerated)):
         report.add(finding)
-    gold = ((i, item.product_id) for i, t in enumerated for item in t.gold)
+    gold = ((i, gold_key(t, item.product_id)) for i, t in enumerated for item in t.gold)
     for finding in _shared_keys(tasks, "gold", gold):
         report.add(finding)
-    for finding in _shared_keys(tasks, "query", ((i, normalise_query(t.query)) for i, t in enumerated)):
+    for finding in _shared_keys(tasks, "query", ((i, query_key(t)) for i, t in enumerated)):
         report.add(finding)
     for finding in _shared_keys(tasks, "spec", ((i, constraint_spec(t)) for i, t in enumerated)):
         report.add(finding)

@@ -12,6 +12,12 @@ Two tasks are linked when any of four rules holds:
    (128 permutations, LSH threshold 0.2 below the link threshold, for recall); each candidate
    pair is then confirmed on the exact Jaccard, so a link never rests on an estimate.
 
+A world task (``source == "world"``, compiled by ``arena.world``) is keyed on its *skeleton*,
+the values a world sets taken out, so the same task reused in another world is the same leak
+cluster: a gold id is its base product's (a new listing ``<id>-w<6 hex>n<k>`` is ``<id>``), its
+query has every number masked (prices, budgets), and its spec drops price bounds, the budget and
+the voucher's amounts (``world_skeleton``). Other tasks are keyed exactly as before.
+
 Connected components are clusters. A cluster's id is stable: a component keeps an id one of
 its members already carries (the smallest one not claimed by another component, components
 taken in order of their smallest task id); otherwise it gets ``lc-`` plus a hash of its
@@ -21,6 +27,7 @@ smallest task id. The same input always gives the same ids.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -95,20 +102,50 @@ class ClusterReport:
     links: dict[str, int] = field(default_factory=dict)
 
 
+WORLD_SOURCE = "world"
+# A new listing's id in a world (``arena.world.delta``): its source id, then the world's tag.
+_WORLD_LISTING = re.compile(r"-w[0-9a-f]{6}n[0-9]+$")
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+
+
+def is_world_task(task: Task) -> bool:
+    """Whether ``task`` was compiled against a world (its keys are then its skeleton's)."""
+    return task.source == WORLD_SOURCE
+
+
+def gold_key(task: Task, product_id: str) -> str:
+    """The ``gold`` rule's key of one gold id: a world task's is its base product's id."""
+    return _WORLD_LISTING.sub("", product_id) if is_world_task(task) else product_id
+
+
+def query_key(task: Task) -> str:
+    """The ``query`` rule's key: the normalised query; a world task's with every number masked."""
+    text = normalise_query(task.query)
+    return _NUMBER.sub("#", text) if is_world_task(task) else text
+
+
 def constraint_spec(task: Task) -> str:
-    """Return the canonical constraint spec of a task, product ids removed (the ``spec`` rule's key)."""
+    """Return the canonical constraint spec of a task, product ids removed (the ``spec`` rule's key).
+
+    A world task's spec is its skeleton: price bounds, budget and voucher amounts removed too.
+    """
+    world = is_world_task(task)
     items: list[str] = []
     for item in task.gold:
         spec: dict[str, Any] = item.model_dump(mode="json", exclude={"product_id", "product"})
         spec["titles"] = sorted(normalise_text(t) for t in item.titles)
         spec["service"] = sorted(item.service)
+        if world:
+            spec.pop("price")
         items.append(canonical_json(spec))
     voucher = task.voucher.model_dump(mode="json") if task.voucher else None
+    if world and task.voucher is not None:
+        voucher = {"voucher_type": task.voucher.voucher_type, "discount_type": task.voucher.discount_type}
     return canonical_json(
         {
             "items": sorted(items),
             "voucher": voucher,
-            "budget": task.budget,
+            "budget": None if world else task.budget,
             "knowledge": task.knowledge_attribute,
         }
     )
@@ -186,8 +223,9 @@ def near_duplicate_links(
 
 def find_links(tasks: Sequence[Task], *, near_dup_threshold: float = NEAR_DUP_THRESHOLD) -> list[Link]:
     """Return the links of all four rules (exact rules link each task to the first sharing its key)."""
-    links = list(_key_links(((i, item.product_id) for i, t in enumerate(tasks) for item in t.gold), "gold"))
-    links += _key_links(((i, normalise_query(t.query)) for i, t in enumerate(tasks)), "query")
+    golds = ((i, gold_key(t, item.product_id)) for i, t in enumerate(tasks) for item in t.gold)
+    links = list(_key_links(golds, "gold"))
+    links += _key_links(((i, query_key(t)) for i, t in enumerate(tasks)), "query")
     links += _key_links(((i, constraint_spec(t)) for i, t in enumerate(tasks)), "spec")
     links += near_duplicate_links(tasks, near_dup_threshold)
     return links

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 from arena.arguments import parse_arguments
 from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInvalid
+from arena.index_types import VersionedIndex
 from arena.jsonkeys import unique_object
 from arena.tools import Arguments, ToolContext, run_call
 from arena.types import ToolLogEntry, canonical_json, result_hash
@@ -50,11 +52,13 @@ def run_logged(
     The one place a ``ToolLogEntry`` is made from a call: the tool server, offline replay and the
     in-process evaluation harness all log through it, so their logs are interchangeable.
     ``arguments`` is the call's JSON text, or that text already read (then ``raw`` is the text,
-    which the log keeps for arguments that are not an object).
+    which the log keeps for arguments that are not an object). Over a world that changes during
+    the episode, the call runs at the version its ``seq`` sees, and the entry records it.
     """
     started = now()
     if isinstance(arguments, str):
         raw, arguments = arguments, parse_arguments(arguments)  # read once, for the run and the log
+    ctx, version = _world_at(ctx, seq)
     result, canonical = run_call(name, arguments, ctx, raw=raw)  # validated once, for both
     finished = now()
     return ToolLogEntry(
@@ -68,7 +72,17 @@ def run_logged(
         status="error" if result.error else "ok",
         started_at=started,
         finished_at=finished,
+        world_version=version,
     )
+
+
+def _world_at(ctx: ToolContext, seq: int) -> tuple[ToolContext, int | None]:
+    """The context a call runs in: over a versioned world, the version its ``seq`` sees (else as given)."""
+    index = ctx.index
+    if not isinstance(index, VersionedIndex):
+        return ctx, None
+    version = index.version_after(seq)
+    return dataclasses.replace(ctx, index=index.at_version(version)), version
 
 
 @dataclass(frozen=True)

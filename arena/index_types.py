@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -100,4 +100,20 @@ class ProductIndex(Protocol):
 
     def hits_at(self, ordinals: npt.NDArray[np.uint32], scores: npt.NDArray[np.float32]) -> list[Hit]:
         """Materialise hits for ordinals."""
+        ...
+
+
+@runtime_checkable
+class VersionedIndex(Protocol):
+    """A ``ProductIndex`` whose world changes during an episode (``arena.world.WorldOverlay``).
+
+    The tool log asks it which version each call sees and answers the call at that version.
+    """
+
+    def version_after(self, calls: int) -> int:
+        """The version a call sees after ``calls`` earlier calls of its episode."""
+        ...
+
+    def at_version(self, version: int) -> ProductIndex:
+        """The index as it is at ``version``."""
         ...

@@ -9,7 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from arena.arguments import ArgumentError, parse_arguments
 from arena.frozen import F, Frozen, canonical_json, content_hash, finite, result_hash, validate_row
@@ -356,3 +363,14 @@ class ToolLogEntry(Frozen):
     started_at: datetime
     finished_at: datetime
     nonce_status: NonceStatus = "none"
+    # The world version the result came from (``arena.world``: a world may change during an
+    # episode); None over a static catalog, and then left out of the entry's dump, so the
+    # content hashes of static episodes are what they were before the field existed.
+    world_version: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_version(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("world_version") is None:
+            data.pop("world_version", None)
+        return data

@@ -30,6 +30,7 @@ from judging.injection import injection_signals
 from judging.reasoning_prompt import build_messages
 from judging.reconcile import Reconciliation, reconcile
 from judging.titles import title_tokens
+from judging.world import answer_version
 
 # Catalog lookup: ids -> the products that exist (unknown ids absent).
 ProductLookup = Callable[[Sequence[str]], Mapping[str, Product]]
@@ -74,6 +75,9 @@ class JudgingContext:
         completer: the LLM reasoning judge, or None to leave reasoning unscored.
         profile: the hidden shopper profile of a world task (``ask_user``, tool set arena-3);
             None for a task without one (then no shopper check runs).
+        truth: what the answer is scored against where it differs from ``task``: a world task
+            whose world changed during the episode, as it is at the answer's world version
+            (``judging.world.judged_at_answer``); None: the task itself.
     """
 
     task: Task
@@ -83,6 +87,7 @@ class JudgingContext:
     config: JudgeConfig = field(default_factory=JudgeConfig)
     completer: Completer | None = None
     profile: ShopperProfile | None = None
+    truth: Task | None = None
 
     @cached_property
     def calls(self) -> tuple[ToolCall, ...]:
@@ -129,6 +134,13 @@ class JudgingContext:
     def judge_messages(self) -> list[dict[str, str]]:
         """The reasoning judge's prompt for this episode (bounded by construction)."""
         return build_messages(self.task, self.trajectory)
+
+    @cached_property
+    def answer_world_version(self) -> int | None:
+        """The world version of the answer (``judging.world.answer_version``); None over a static catalog."""
+        if all(entry.world_version is None for entry in self.log):
+            return None
+        return answer_version(self.log)
 
     @cached_property
     def logged(self) -> ResultFacts:

@@ -124,6 +124,7 @@ async def judge(
     config: JudgeConfig,
     executor: Executor | None = None,
     profile: ShopperProfile | None = None,
+    truth: Task | None = None,
 ) -> Judgment:
     """Judge one trajectory against its task, its tool log and the catalog.
 
@@ -140,6 +141,8 @@ async def judge(
         config: Thresholds, budgets and coefficients.
         executor: Where the code's work runs (a bounded pool); None: inline, on the caller's thread.
         profile: The hidden shopper profile of a world task (tool set arena-3), or None.
+        truth: What the answer is scored against where the world changed during the episode
+            (``judging.world.judged_at_answer``); None: ``task``.
 
     Returns:
         The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
@@ -153,6 +156,7 @@ async def judge(
         config=config,
         completer=completer,
         profile=profile,
+        truth=truth,
     )
     if executor is None:
         checks, ask = _rules(ctx)
@@ -181,6 +185,7 @@ def judge_rules(
     products: ProductLookup,
     config: JudgeConfig,
     profile: ShopperProfile | None = None,
+    truth: Task | None = None,
 ) -> Judgment:
     """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
 
@@ -189,7 +194,13 @@ def judge_rules(
     conversion stage) and need no event loop.
     """
     ctx = JudgingContext(
-        task=task, trajectory=trajectory, log=log, products=products, config=config, profile=profile
+        task=task,
+        trajectory=trajectory,
+        log=log,
+        products=products,
+        config=config,
+        profile=profile,
+        truth=truth,
     )
     checks = rule_checks(ctx)
     checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))

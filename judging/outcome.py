@@ -212,11 +212,14 @@ def _budget(task: Task, basket: Sequence[Product], *, shop_count: int) -> float:
 def check_outcome(ctx: JudgingContext) -> Check:
     """The ``outcome`` check: the answer scored against the task, valued ``w * success + (1 - w) * partial``.
 
+    Against ``ctx.truth`` where it is set (a world that changed during the episode, as it was
+    at the moment of the answer).
+
     ``w`` is ``JudgeConfig.success_weight``; the ``OutcomeEvidence`` carries the components.
     """
     config, answer = ctx.config, ctx.answer
     result = score_outcome(
-        ctx.task,
+        ctx.task if ctx.truth is None else ctx.truth,
         answer.product_ids,
         ctx.found,
         matcher=config.title_matcher,

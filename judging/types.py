@@ -152,6 +152,17 @@ class Claim(Frozen):
     stated: str
     actual: str
     correct: bool
+    # The world version ``actual`` is from (a world that changes during the episode): the
+    # version of the result that showed the price. None over a static catalog, and then left
+    # out of the dump, so the content hashes of judgments without worlds are what they were.
+    world_version: int | None = Field(default=None, ge=0)
+
+    @model_serializer(mode="wrap")
+    def _without_absent_version(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("world_version") is None:
+            data.pop("world_version", None)
+        return data
 
 
 class GroundingEvidence(Evidence):

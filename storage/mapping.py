@@ -153,6 +153,7 @@ def log_to_row(entry: ToolLogEntry) -> ToolLogRow:
         started_at=entry.started_at,
         finished_at=entry.finished_at,
         nonce_status=entry.nonce_status,
+        world_version=entry.world_version,
     )
 
 
@@ -170,6 +171,7 @@ def row_to_log(row: ToolLogRow) -> ToolLogEntry:
         "started_at": row.started_at,
         "finished_at": row.finished_at,
         "nonce_status": row.nonce_status,
+        "world_version": row.world_version,
     }
     return _validate(ToolLogEntry, data, f"tool log entry {row.episode_id}#{row.seq}")
 

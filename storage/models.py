@@ -160,6 +160,8 @@ class ToolLogRow(Base):
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
     nonce_status: Mapped[str] = mapped_column(String(8))
+    # The world version the result came from (NULL over a static catalog; migration 0005).
+    world_version: Mapped[int | None] = mapped_column(Integer)
 
 
 class JudgmentRow(Base):

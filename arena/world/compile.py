@@ -8,6 +8,7 @@ import time
 
 from arena.errors import WorldError
 from arena.index import SearchIndex
+from arena.world.changes import compile_changes
 from arena.world.delta import compile_delta, compile_vouchers
 from arena.world.overlay import WorldOverlay
 from arena.world.pack import make_pack
@@ -36,7 +37,10 @@ def compile_world(seed: bytes | str, base: SearchIndex, spec: WorldSpec | None =
     tag = "w" + hashlib.sha256(world + b"listing-ids").hexdigest()[:6]
     delta = compile_delta(base, part_rng(world, "delta"), spec, tag=tag)
     vouchers = compile_vouchers(base, part_rng(world, "vouchers"), spec)
-    tasks = compile_tasks(WorldOverlay(base, delta), vouchers, spec, world)
+    overlay = WorldOverlay(base, delta)
+    tasks = compile_tasks(overlay, vouchers, spec, world)
+    changed, tasks = compile_changes(overlay, tasks, part_rng(world, "changes"), spec)
+    delta = changed.delta
     pack = make_pack(
         seed_hex=raw.hex(),
         base_hash=identity,
@@ -47,10 +51,11 @@ def compile_world(seed: bytes | str, base: SearchIndex, spec: WorldSpec | None =
         tasks=tasks,
     )
     logger.info(
-        "world_compiled world=%s tasks=%d new_listings=%d seconds=%.2f",
+        "world_compiled world=%s tasks=%d new_listings=%d changes=%d seconds=%.2f",
         pack.manifest.world_id,
         len(tasks),
         len(delta.new_listings),
+        len(delta.changes),
         time.perf_counter() - started,
     )
     return pack

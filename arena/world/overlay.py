@@ -10,7 +10,11 @@ tool take it in place of the index with the search semantics unchanged:
   with the base's BM25 statistics, and id ranks interleaved with the base's, so Anserini's tie
   order (rounded score, then product id) is kept across both;
 - declared stock levels show as a ``stock`` field in ``find_product``,
-  ``find_products_in_same_shop`` and ``view_product_information`` rows.
+  ``find_products_in_same_shop`` and ``view_product_information`` rows;
+- changes during an episode (``WorldDelta.changes``) are versions of the world: ``at_version(v)``
+  is the overlay with the first ``v`` applied (made once, then shared), and ``version_after(n)``
+  the version a call sees after ``n`` earlier calls, so the tool server answers each call of an
+  episode at its own version and logs which (``ToolLogEntry.world_version``).
 
 An empty delta answers every call exactly as the base does. Memory is bounded by the delta:
 base arrays are gathered at the matched ordinals only, never copied whole.
@@ -18,7 +22,9 @@ base arrays are gathered at the matched ordinals only, never copied whole.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +38,7 @@ from arena.index_types import FieldName, Hit
 from arena.indexer import service_mask
 from arena.types import Product
 from arena.world.listings import ListingIndex
-from arena.world.types import WorldDelta
+from arena.world.types import WorldChange, WorldDelta
 
 # Codes for shops that only new listings have, above any base shop code.
 _NEW_SHOP_CODES = 1 << 30
@@ -55,10 +61,13 @@ class WorldOverlay:
         self._delisted = frozenset(delta.delisted)
         self._prices = {m.product_id: m.new_price for m in delta.price_moves}
         self._stock = {s.product_id: s.stock for s in delta.stock if s.product_id not in self._delisted}
-        ordinals = base.ordinals_of([*delta.delisted, *self._prices, *self._stock, *self._new_at])
+        changed = [c.product_id for c in delta.changes]
+        ordinals = base.ordinals_of([*delta.delisted, *self._prices, *self._stock, *self._new_at, *changed])
         clashing = sorted(i for i in self._new_at if i in ordinals)
         if clashing:
             raise WorldError(f"new listing ids already in the base catalog: {', '.join(clashing[:5])}")
+        self._ordinals = ordinals
+        self._declare(delta)
         self._delisted_ordinals = np.array(
             sorted(ordinals[i] for i in delta.delisted if i in ordinals), np.uint32
         )
@@ -74,6 +83,77 @@ class WorldOverlay:
         self._new_ranks = np.empty(len(self._new), dtype=np.int64)
         self._new_ranks[order] = below + 1 + np.arange(len(order), dtype=np.int64)
         self._shops_touched = self._touched_shops()
+
+    # ----------------------------------------------------------------------- world versions
+
+    def version_after(self, calls: int) -> int:
+        """The world version a call sees after ``calls`` earlier calls of its episode (its ``seq``)."""
+        return self.delta.version_at(calls)
+
+    def at_version(self, version: int) -> WorldOverlay:
+        """This world with its first ``version`` changes applied (built once per version, then shared).
+
+        Raises:
+            WorldError: no such version.
+        """
+        root = self._root
+        if not 0 <= version <= len(root.delta.changes):
+            raise WorldError(f"world version {version} out of range 0..{len(root.delta.changes)}")
+        with root._versions_lock:
+            found = root._versions.get(version)
+            if found is None:
+                found = root._versions[version] = root._changed(root.delta.changes[:version], version)
+        return found
+
+    def with_changes(self, changes: Sequence[WorldChange]) -> WorldOverlay:
+        """This world at version 0 with ``changes`` declared instead (sharing everything built).
+
+        Raises:
+            WorldError: a change names a product this world lacks, or the changes are out of order.
+        """
+        root = self._root
+        try:
+            delta = WorldDelta.model_validate({**dict(root.delta), "changes": tuple(changes)})
+        except ValueError as exc:
+            raise WorldError(f"world changes refused: {exc}") from exc
+        view = copy.copy(root)
+        missing = [c.product_id for c in changes if c.product_id not in root._ordinals]
+        view._ordinals = {**root._ordinals, **root.base.ordinals_of(missing)} if missing else root._ordinals
+        view._declare(delta)
+        return view
+
+    def _declare(self, delta: WorldDelta) -> None:
+        """Make this overlay version 0 of ``delta`` (its changes checked, no version built yet)."""
+        unknown = sorted(
+            {c.product_id for c in delta.changes if c.product_id not in self._ordinals} - set(self._new_at)
+        )
+        if unknown:
+            raise WorldError(f"world changes name products this world lacks: {', '.join(unknown[:5])}")
+        self.delta, self.version, self._root = delta, 0, self
+        self._versions: dict[int, WorldOverlay] = {0: self}
+        self._versions_lock = threading.Lock()
+
+    def _changed(self, changes: Sequence[WorldChange], version: int) -> WorldOverlay:
+        """A view of this (version 0) overlay with ``changes`` applied: prices and stock only."""
+        view = copy.copy(self)
+        view.version, view._empty = version, False
+        view._prices, view._stock, view._new = dict(self._prices), dict(self._stock), list(self._new)
+        new_prices = self._new_fields["prices"].copy()
+        for change in changes:
+            if change.product_id in self._delisted:
+                continue
+            if change.price is not None and change.product_id in self._new_at:
+                position = self._new_at[change.product_id]
+                view._new[position] = view._new[position].model_copy(update={"price": change.price})
+                new_prices[position] = change.price
+            elif change.price is not None:
+                view._prices[change.product_id] = change.price
+            if change.stock is not None:
+                view._stock[change.product_id] = change.stock
+        view._new_fields = {**self._new_fields, "prices": new_prices}
+        view._moved = _patch(self._ordinals, view._prices, np.float64)
+        view._stocked = _patch(self._ordinals, view._stock, np.int64)
+        return view
 
     # ----------------------------------------------------------------------- ProductIndex
 

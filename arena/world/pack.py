@@ -207,6 +207,7 @@ def pack_summary(pack: WorldPack) -> dict[str, Any]:
             "stockouts": sum(1 for s in delta.stock if s.stock == 0),
             "new_listings": len(delta.new_listings),
             "delisted": len(delta.delisted),
+            "changes": len(delta.changes),
         },
         "vouchers": {
             "total": len(pack.vouchers),
@@ -217,5 +218,6 @@ def pack_summary(pack: WorldPack) -> dict[str, Any]:
             "cheapest_in_stock": sum(1 for t in pack.tasks if t.basis == "cheapest_in_stock"),
             "world_voucher": sum(1 for t in pack.tasks if t.basis == "world_voucher"),
             "held_back_constraints": sum(len(t.profile.held_back) for t in pack.tasks),
+            "revised": sum(1 for t in pack.tasks if t.revisions),
         },
     }

@@ -25,7 +25,16 @@ class WorldSpec(Frozen):
     product_tasks: int = Field(default=6, ge=0)
     voucher_tasks: int = Field(default=2, ge=0)
     held_back: int = Field(default=1, ge=0, le=3)  # constraints per product task the request leaves out
+    changes: int = Field(default=2, ge=0)  # product tasks whose cheapest listing reprices mid-episode
+    change_after: tuple[int, int] = (2, 4)  # a change happens after this many calls (drawn, inclusive)
     as_of: dt.date = dt.date(2025, 1, 1)  # the world's date: which vouchers are valid
+
+    @model_validator(mode="after")
+    def _change_after_is_a_range(self) -> WorldSpec:
+        low, high = self.change_after
+        if not 1 <= low <= high:
+            raise ValueError(f"change_after must be 1 <= low <= high, not {self.change_after}")
+        return self
 
 
 class PriceMove(Frozen):
@@ -50,16 +59,51 @@ class NewListing(Frozen):
     product: Product
 
 
+class WorldChange(Frozen):
+    """A change during an episode: a product's price or stock from the ``after_calls``-th tool call on.
+
+    The calls of an episode are counted from 0 (the tool log's ``seq``): the call with
+    ``seq >= after_calls`` sees the change, the ones before do not.
+    """
+
+    after_calls: int = Field(ge=1)
+    product_id: str = Field(min_length=1)
+    price: float | None = Field(default=None, ge=0)
+    stock: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> WorldChange:
+        if self.price is None and self.stock is None:
+            raise ValueError("a world change sets a price, a stock level or both")
+        return self
+
+
 class WorldDelta(Frozen):
-    """Everything a world changes in the base catalog; each list sorted by product id."""
+    """Everything a world changes in the base catalog; each list sorted by product id.
+
+    ``changes`` happen during an episode (sorted by ``after_calls``, then product id): world
+    version ``v`` is the delta with the first ``v`` of them applied (``arena.world.changes``).
+    """
 
     price_moves: tuple[PriceMove, ...] = ()
     stock: tuple[StockLevel, ...] = ()
     new_listings: tuple[NewListing, ...] = ()
     delisted: tuple[str, ...] = ()
+    changes: tuple[WorldChange, ...] = ()
+
+    @model_validator(mode="after")
+    def _changes_in_order(self) -> WorldDelta:
+        keys = [(c.after_calls, c.product_id) for c in self.changes]
+        if keys != sorted(keys) or len(set(keys)) != len(keys):
+            raise ValueError("world changes must be sorted by (after_calls, product_id), each pair once")
+        return self
+
+    def version_at(self, calls: int) -> int:
+        """The world version a call sees after ``calls`` earlier calls of its episode (its ``seq``)."""
+        return sum(1 for change in self.changes if change.after_calls <= calls)
 
     def is_empty(self) -> bool:
-        """Whether the world changes nothing (its overlay answers exactly as the base does)."""
+        """Whether version 0 of the world changes nothing (its overlay answers exactly as the base does)."""
         return not (self.price_moves or self.stock or self.new_listings or self.delisted)
 
 
@@ -134,6 +178,14 @@ class ShopperProfile(Frozen):
     wants_cheapest_in_stock: bool = False
 
 
+class GoldRevision(Frozen):
+    """A product task's ground truth from a world version on: the cheapest in-stock fit and its price."""
+
+    version: int = Field(ge=0)
+    product_id: str = Field(min_length=1)
+    price: float = Field(ge=0)
+
+
 class WorldTask(Frozen):
     """A task compiled against a world, its hidden profile, and how its ground truth was decided."""
 
@@ -143,6 +195,9 @@ class WorldTask(Frozen):
     voucher_id: str | None = None
     # The listings the ground truth was chosen among (cheapest_in_stock), for audit.
     candidates: tuple[str, ...] = ()
+    # Where the world's changes reach this task's candidates: its ground truth per world
+    # version, from version 0 (empty: the task's gold holds at every version).
+    revisions: tuple[GoldRevision, ...] = ()
 
 
 class PackManifest(Frozen):

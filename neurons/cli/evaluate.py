@@ -7,7 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,6 +15,13 @@ from neurons.cli.console import fail, note, warn
 from neurons.cli.eval_runs import JUDGE_FORMATS, Judge, compare, counting, print_summary, rejudge, with_judge
 from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
 from neurons.evaluation.settings import EvalSettings
+
+if TYPE_CHECKING:  # the command imports only what it runs (neurons/cli/lazy.py)
+    from arena.index_types import ProductIndex
+    from arena.tasks import TaskLoadReport
+    from arena.types import Task
+    from arena.world.types import WorldPack
+    from neurons.evaluation.world import EvalWorld
 
 # The callback's docstring is the group's help (with its example), so no help= here.
 app = typer.Typer(no_args_is_help=True, add_completion=False)
@@ -115,6 +122,13 @@ def evaluate(
     upgrade_db: Annotated[
         bool, typer.Option("--upgrade-db", help="Create or migrate --db's schema (always for SQLite).")
     ] = False,
+    world: Annotated[
+        Path | None,
+        typer.Option(
+            "--world",
+            help="World pack directory (arena world compile over --index): tools over the world, its tasks.",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.
 
@@ -126,6 +140,7 @@ def evaluate(
 
     Example: arena eval --index idx --tasks tasks.jsonl --model-url http://127.0.0.1:8000/v1 --model m --k 8
     Example: arena eval --index idx --tasks train.jsonl --pool all --agent scripted --db sqlite:///traces.db
+    Example: arena eval --index idx --world worlds/round-42 --agent scripted
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -136,14 +151,20 @@ def evaluate(
         select_tasks,
     )
 
-    if index is None or not tasks:
-        fail("--index and --tasks are required (see arena eval --help)")
+    if index is None or not (tasks or world):
+        fail("--index and --tasks are required, or --index and --world (see arena eval --help)")
+    if tasks and world is not None:
+        fail("--world brings its own tasks: give --tasks or --world, not both")
     if agent == "llm" and not (model_url and model):
         fail("the llm agent needs --model-url and --model")
     if judge_format not in JUDGE_FORMATS:
         fail(f"unknown --judge-format {judge_format!r}: expected one of {', '.join(JUDGE_FORMATS)}")
+    pack = None
     try:
-        loaded, report = load_task_files(tasks)
+        if world is not None:
+            pack, loaded, report = _world_tasks(world)
+        else:
+            loaded, report = load_task_files(tasks or [])
         manifest = read_train_manifest(train_manifest) if train_manifest is not None else None
         selection = select_tasks(loaded, pool=pool, manifest=manifest, limit=limit, seed=seed)
     except SelectionError as exc:
@@ -179,7 +200,21 @@ def evaluate(
         resamples=resamples,
         as_json=as_json,
         db=(db, upgrade_db),
+        pack=pack,
     )
+
+
+def _world_tasks(pack_dir: Path) -> tuple[WorldPack, list[Task], TaskLoadReport]:
+    """A world pack's tasks for ``--world`` (the pack verified; refused with a one-line error)."""
+    from arena.errors import WorldError
+    from arena.tasks import TaskLoadReport
+    from neurons.evaluation.world import read_world_tasks
+
+    try:
+        pack, loaded = read_world_tasks(pack_dir)
+    except WorldError as exc:
+        fail(str(exc))
+    return pack, loaded, TaskLoadReport()
 
 
 def _run(
@@ -192,6 +227,7 @@ def _run(
     resamples: int,
     as_json: bool,
     db: tuple[str | None, bool] = (None, False),
+    pack: WorldPack | None = None,
 ) -> None:
     from arena.errors import ArenaError
     from arena.index import open_index
@@ -209,6 +245,18 @@ def _run(
         search_index = open_index(index_dir)
     except ArenaError as exc:
         fail(str(exc))
+    world: EvalWorld | None = None
+    index: ProductIndex = search_index
+    if pack is not None:
+        from neurons.evaluation.world import eval_world
+
+        try:
+            world = eval_world(pack, search_index)
+        except ArenaError as exc:
+            search_index.close()
+            fail(str(exc))
+        index = world.overlay
+        note(f"on world {world.world_id} ({len(pack.delta.changes)} changes during an episode)")
     try:
         prepare_run_dir(
             run_dir,
@@ -234,10 +282,11 @@ def _run(
                     lambda completer: run_evaluation(
                         selection.tasks,
                         run_dir=run_dir,
-                        index=search_index,
+                        index=index,
                         settings=settings,
                         completer=completer,
                         on_sample=advance,
+                        world=world,
                     ),
                 )
             )
@@ -248,7 +297,8 @@ def _run(
             seed=settings.seed,
             resamples=resamples,
             run=settings_summary(settings)
-            | {"catalog_version": search_index.catalog_version, "index": str(index_dir)},
+            | {"catalog_version": search_index.catalog_version, "index": str(index_dir)}
+            | ({"world_id": world.world_id, "pack_hash": world.pack.manifest.pack_hash} if world else {}),
             selection=selection.summary(),
         )
     except RunMismatch as exc:

@@ -30,12 +30,13 @@ def _lines(summary: dict[str, Any]) -> list[str]:
         (
             f"delta: {delta['price_moves']} price moves, {delta['stock_levels']} stock levels "
             f"({delta['stockouts']} out of stock), {delta['new_listings']} new listings, "
-            f"{delta['delisted']} delisted"
+            f"{delta['delisted']} delisted; {delta['changes']} changes during an episode"
         ),
         f"vouchers: {vouchers['total']} ({vouchers['valid']} valid)",
         (
             f"tasks: {tasks['total']} ({tasks['cheapest_in_stock']} cheapest in stock, "
-            f"{tasks['world_voucher']} world voucher; {tasks['held_back_constraints']} held-back constraints)"
+            f"{tasks['world_voucher']} world voucher; "
+            f"{tasks['held_back_constraints']} held-back constraints; {tasks['revised']} revised by a change)"
         ),
     ]
 

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens, InMemoryToolLog
 from arena.errors import EpisodeError
-from arena.index import SearchIndex
+from arena.index_types import ProductIndex
 from arena.tools import ToolContext, tool_schemas
 from arena.types import EpisodeEnd, Task, ToolResult
 from judging.judge import JudgeConfig, judge, judge_unanswered
@@ -39,6 +39,7 @@ from neurons.evaluation.records import (
     read_records,
 )
 from neurons.evaluation.settings import EvalSettings, sample_seed
+from neurons.evaluation.world import EvalWorld
 from neurons.miner.agents.contract import Agent, AgentError, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.llm import LLMAgent, make_llm_agent
 from neurons.miner.agents.loading import load_agent
@@ -112,7 +113,7 @@ class _Env:
     """What every sample of one invocation shares."""
 
     settings: EvalSettings
-    index: SearchIndex
+    index: ProductIndex
     agents: SampleAgents
     completer: Completer | None
     judge_config: JudgeConfig
@@ -185,16 +186,32 @@ async def run_sample(env: _Env, task: Task, sample: int) -> SampleRecord:
 
 
 async def judge_sample(
-    task: Task, record: SampleRecord, *, index: SearchIndex, completer: Completer | None, config: JudgeConfig
+    task: Task,
+    record: SampleRecord,
+    *,
+    index: ProductIndex,
+    completer: Completer | None,
+    config: JudgeConfig,
+    world: EvalWorld | None = None,
 ) -> Judgment:
-    """Judge one sample with the validator's judge and the sample's own tool log."""
+    """Judge one sample with the validator's judge and the sample's own tool log.
+
+    On a world (``world``), the answer is judged against the world at its version.
+    """
     if record.trajectory is None:
         end = cast(EpisodeEnd, record.end if record.end != "completed" else "miner_error")
         return judge_unanswered(
             task, episode_id=record.episode_id, miner_hotkey=EVAL_HOTKEY, end=end, config=config
         )
+    truth, products = world.judged_against(task, record.log) if world is not None else (None, index.products)
     return await judge(
-        task, record.trajectory, log=record.log, products=index.products, completer=completer, config=config
+        task,
+        record.trajectory,
+        log=record.log,
+        products=products,
+        completer=completer,
+        config=config,
+        truth=truth,
     )
 
 
@@ -232,12 +249,16 @@ async def run_evaluation(
     tasks: Sequence[Task],
     *,
     run_dir: Path,
-    index: SearchIndex,
+    index: ProductIndex,
     settings: EvalSettings,
     completer: Completer | None,
     on_sample: Callable[[], None] | None = None,
+    world: EvalWorld | None = None,
 ) -> RunCounts:
     """Run every missing sample of ``tasks`` (k each), judge it, and append both records.
+
+    On a world pack (``world``: ``index`` is then its overlay), every call is answered at the
+    world version it sees and every answer judged at its own (``judging.world``).
 
     Samples already in ``samples.jsonl`` are not run again (with ``retry_errors``, those that
     ended in a model error are); samples recorded but not judged (a kill between the two
@@ -275,7 +296,7 @@ async def run_evaluation(
             for key in unjudged:
                 record = stored[key]
                 judgment = await judge_sample(
-                    by_id[key[0]], record, index=index, completer=completer, config=judge_config
+                    by_id[key[0]], record, index=index, completer=completer, config=judge_config, world=world
                 )
                 verdicts.append(JudgmentRecord(task_id=key[0], sample=key[1], judgment=judgment))
             pending = iter(todo)
@@ -287,7 +308,12 @@ async def run_evaluation(
                     if watchdog is not None:
                         watchdog.observe(record)
                     judgment = await judge_sample(
-                        by_id[task_id], record, index=index, completer=completer, config=judge_config
+                        by_id[task_id],
+                        record,
+                        index=index,
+                        completer=completer,
+                        config=judge_config,
+                        world=world,
                     )
                     verdicts.append(JudgmentRecord(task_id=task_id, sample=sample, judgment=judgment))
                     if on_sample is not None:
