@@ -42,6 +42,7 @@ from neurons.chain.chaintypes import Neuron
 from neurons.errors import DeadlinePassed
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 from neurons.validator.backoff import retry
+from neurons.validator.counting import count_stored
 from neurons.validator.miner_client import MinerReply
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.settings import RoundConfig
@@ -85,16 +86,6 @@ class RoundDeps:
     judge_executor: Executor | None = None  # where the judge's code runs (None: on the event loop)
     # Run when a miner refuses us in our own name (see the module docstring); None: quorum only.
     self_check: Callable[[], Awaitable[SelfCheck]] | None = None
-
-
-def verdict(judgment: Judgment) -> str:
-    """The ``arena_judgments_total`` verdict: success, failure, rejected (zeroed) or unanswered."""
-    if judgment.end != "completed":
-        return "unanswered"
-    if judgment.success:
-        return "success"
-    zeroed = judgment.rejects or judgment.fabricated_call_ids or judgment.hallucinated_product_ids
-    return "rejected" if zeroed else "failure"
 
 
 @dataclass(frozen=True)
@@ -248,7 +239,7 @@ class Episodes:
         finally:
             if work is not None and first is None:
                 self.arrivals.settle(work, episode_id, credited=credited)
-        _count(judgment)
+        count_stored(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
             self.round_id,
@@ -294,12 +285,14 @@ class Episodes:
                 config=deps.judge_config,
             )
         else:
+            truth, products = self.world.at_answer(task, log) if self.world else (None, self.products)
             async with self.judge_slots:
                 judgment = await judge(
                     task,
                     reply.trajectory,
                     log=log,
-                    products=self.products,
+                    products=products,
+                    truth=truth,
                     completer=deps.completer,
                     config=deps.judge_config,
                     executor=deps.judge_executor,
@@ -389,14 +382,3 @@ def _work(task: Task, trajectory: Trajectory | None, max_turns: int) -> str | No
     if sum(len(m.tool_calls or ()) for m in trajectory.messages) > max_turns:
         return None
     return work_hash(task.task_id, trajectory)
-
-
-def _count(judgment: Judgment) -> None:
-    """Count a stored episode: its end, its verdict and axis, an outage or a refusal of the judge."""
-    metrics.EPISODES.labels(judgment.end).inc()
-    metrics.JUDGMENTS.labels(verdict(judgment), judgment.axis).inc()
-    unscored = judgment.reasoning.unscored
-    if judgment.reasoning_outage and unscored is not None:
-        metrics.JUDGE_UNSCORED.labels(unscored.cause).inc()
-    elif unscored is not None and unscored.cause == "refused":
-        metrics.JUDGE_REFUSALS.inc()

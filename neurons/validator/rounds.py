@@ -37,7 +37,8 @@ from arena.rotation import round_key
 from judging.types import Judgment
 from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
-from neurons.validator.episodes import Episodes, Held, Querier, RoundDeps, refusal_quorum, verdict
+from neurons.validator.counting import verdict
+from neurons.validator.episodes import Episodes, Held, Querier, RoundDeps, refusal_quorum
 from neurons.validator.settings import RoundConfig
 from neurons.validator.taskpool import burn, open_and_burn, open_world_round
 from neurons.validator.worlds import RoundWorld

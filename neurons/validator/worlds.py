@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -23,11 +23,14 @@ from typing import Literal, Protocol
 from arena.errors import WorldError
 from arena.index import SearchIndex
 from arena.tools import ToolContext, find_tool
+from arena.types import Task, ToolLogEntry
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.pack import load_manifest, load_pack, save_pack
 from arena.world.seed import WorldRound, base_hash, round_seed, world_round_at, world_seed
 from arena.world.types import ShopperProfile, WorldPack, WorldSpec
+from judging.context import ProductLookup
+from judging.world import judged_at_answer
 from neurons import metrics
 from neurons.validator.settings import WorldConfig
 
@@ -64,6 +67,17 @@ class RoundWorld:
     def pack_hash(self) -> str:
         """The pack hash: covers the seed, the base, the spec and every part."""
         return self.pack.manifest.pack_hash
+
+    def at_answer(self, task: Task, log: Sequence[ToolLogEntry]) -> tuple[Task | None, ProductLookup]:
+        """The truth and the products an episode's answer is judged against, at the answer's version.
+
+        A world may change a price during an episode (``arena.world.changes``): the answer is
+        judged against the world as it was when the answer was given (``judged_at_answer``).
+        """
+        world_task = next((wt for wt in self.pack.tasks if wt.task.task_id == task.task_id), None)
+        if world_task is None:
+            return None, self.overlay.products
+        return judged_at_answer(world_task, self.overlay, log)
 
     def shopper_profile(self, task_id: str) -> ShopperProfile | None:
         """The hidden shopper of one of the world's tasks, where the tool set lets agents ask.
