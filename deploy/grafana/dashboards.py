@@ -595,6 +595,25 @@ def toolserver() -> Json:
                 quantiles("arena_tool_call_duration_seconds", "tool", qs=(0.99,)),
                 "s",
             ),
+            panel(
+                "timeseries",
+                "Open connections",
+                "Connections open on the public port (the cap is ARENA_SERVING__MAX_CONNECTIONS).",
+                [target(f"max(arena_http_open_connections_size{{{V}}})", "open")],
+                "none",
+            ),
+            panel(
+                "timeseries",
+                "Connections refused or cut",
+                "Per second, by reason: a peer over its caps, the port at its cap, an eviction, a slow head or body.",
+                [
+                    target(
+                        f"sum by (reason) (rate(arena_http_refused_connections_total{{{V}}}[{RATE}]))",
+                        "{{reason}}",
+                    )
+                ],
+                "cps",
+            ),
         ],
         [VALIDATOR],
     )
