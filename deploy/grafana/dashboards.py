@@ -605,7 +605,7 @@ def toolserver() -> Json:
             panel(
                 "timeseries",
                 "Connections refused or cut",
-                "Per second, by reason: a peer over its caps, the port at its cap, an eviction, a slow head or body.",
+                "Per second, by reason: a peer over its caps, the port at its cap, an eviction, a slow head.",
                 [
                     target(
                         f"sum by (reason) (rate(arena_http_refused_connections_total{{{V}}}[{RATE}]))",
