@@ -169,16 +169,7 @@ def open_and_burn(
     drawn = draw_round(held_out, secret=secret, round_number=round_id, n=n)
     if not drawn:
         return []
-    ids = [t.task_id for t in drawn]
-    repository.open_round(
-        session,
-        round_id=round_id,
-        validator_hotkey=validator_hotkey,
-        started_at=datetime.now(UTC),
-        block=block,
-        task_ids=ids,
-    )
-    burn(session, task_ids=ids)
+    _record_round(session, round_id, validator_hotkey, block, [t.task_id for t in drawn])
     return drawn
 
 
@@ -213,7 +204,14 @@ def open_world_round(
     if not drawn:
         return []
     repository.save_tasks(session, tasks=[t.model_copy(update={"pool": "retired"}) for t in drawn])
-    ids = [t.task_id for t in drawn]
+    _record_round(session, round_id, validator_hotkey, block, [t.task_id for t in drawn])
+    return drawn
+
+
+def _record_round(
+    session: Session, round_id: int, validator_hotkey: str, block: int | None, ids: list[str]
+) -> None:
+    """Record the round with its tasks and burn them (before anything is sent)."""
     repository.open_round(
         session,
         round_id=round_id,
@@ -223,4 +221,3 @@ def open_world_round(
         task_ids=ids,
     )
     burn(session, task_ids=ids)
-    return drawn
