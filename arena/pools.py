@@ -27,7 +27,13 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from arena.clusters import AUDIT_LSH_THRESHOLD, AUDIT_NEAR_DUP_THRESHOLD, UnionFind, near_duplicate_links
+from arena.clusters import (
+    AUDIT_LSH_THRESHOLD,
+    AUDIT_NEAR_DUP_THRESHOLD,
+    UnionFind,
+    gold_key,
+    near_duplicate_links,
+)
 from arena.errors import InvalidTask
 from arena.types import Pool, Task
 
@@ -57,7 +63,7 @@ def clusters_of(tasks: Sequence[Task]) -> dict[str, list[int]]:
 def pool_groups(
     tasks: Sequence[Task], *, near_dup_threshold: float = AUDIT_NEAR_DUP_THRESHOLD
 ) -> dict[str, list[int]]:
-    """Group task positions into pool groups: leak clusters joined by near-duplicate links at the threshold.
+    """Group task positions into pool groups: leak clusters joined by near-duplicate and gold links.
 
     Each group is keyed by the smallest cluster key among its members.
     """
@@ -70,6 +76,13 @@ def pool_groups(
     lsh_at = min(AUDIT_LSH_THRESHOLD, near_dup_threshold)
     for link in near_duplicate_links(tasks, near_dup_threshold, lsh_threshold=lsh_at):
         sets.union(link.a, link.b)
+    # The audit's gold rule: tasks sharing a gold product may not straddle pools. The clusterer
+    # links them for static tasks, but a world task is clustered on its skeleton, and two
+    # requests for one product in two worlds are two skeletons.
+    first_with: dict[str, int] = {}
+    for index, task in enumerate(tasks):
+        for item in task.gold:
+            sets.union(first_with.setdefault(gold_key(task, item.product_id), index), index)
     roots: dict[int, list[int]] = defaultdict(list)
     for index in range(len(tasks)):
         roots[sets.find(index)].append(index)

@@ -106,3 +106,19 @@ def test_pool_groups_join_clusters_the_audit_would_link() -> None:
         assigned = assign_pools([*pair, *corpus(6, 1)], practice=0.25, seed=seed)
         assert assigned[0].pool == assigned[1].pool
         assert audit(assigned).ok
+
+
+def test_pool_groups_join_clusters_that_share_a_gold_product() -> None:
+    # Two clusters the clusterer kept apart (a world task is clustered on its skeleton, which
+    # differs between two requests for one product), but the audit's gold rule links them.
+    a, b = (
+        Task(intent="product", query=words(seed), gold=(GoldItem(product_id="p-shared", titles=("t",)),))
+        for seed in (1, 2)
+    )
+    pair = [a.model_copy(update={"leak_cluster": "lc-a"}), b.model_copy(update={"leak_cluster": "lc-b"})]
+    assert sorted(len(m) for m in pool_groups(pair).values()) == [2]
+    split = [
+        pair[0].model_copy(update={"pool": "practice"}),
+        pair[1].model_copy(update={"pool": "never_touch"}),
+    ]
+    assert not audit(split).ok  # what the grouping prevents

@@ -415,14 +415,31 @@ def _two_sides(config: CurationConfig) -> tuple[str, str]:
 
 
 def test_a_leak_across_the_split_fails_the_export(session: Session, tmp_path: Path) -> None:
-    config = CurationConfig(eval_share=0.5, protect_pools=(), miner_axis_sample=0)
-    train_cluster, eval_cluster = _two_sides(config)
-    # Two tasks sharing a gold product, clustered apart by mistake: one lands in train, one in eval.
-    a, b = task(1, cluster=train_cluster), task(2, cluster=eval_cluster, gold="g00001")
-    store(session, [a, b], [trace(1, a), trace(2, b)])
+    config = CurationConfig(eval_share=0.5, protect_pools=("never_touch",), miner_axis_sample=0)
+    train_cluster, _ = _two_sides(config)
+    # An exported train task shares a gold product with a protected held-out task (which the split
+    # cannot move: protected pools count as eval), clustered apart by mistake.
+    a = task(1, cluster=train_cluster)
+    protected = task(2, cluster="lc-protected", gold="g00001", pool="never_touch")
+    store(session, [a, protected], [trace(1, a)])
     with Workspace(tmp_path) as ws, pytest.raises(SplitLeakError, match="gold.*g00001") as caught:
         curate(session, ws, config=config)
     assert "train / eval split leaks" in str(caught.value) and a.task_id in str(caught.value)
+
+
+def test_tasks_sharing_a_gold_clustered_apart_land_on_one_side(
+    session: Session, tmp_path: Path
+) -> None:
+    # World tasks are clustered on their skeletons: two requests for one product in two worlds are
+    # two clusters, and the split keeps them together (pool groups join what the gold rule links).
+    config = CurationConfig(eval_share=0.5, protect_pools=(), miner_axis_sample=0)
+    train_cluster, eval_cluster = _two_sides(config)
+    a, b = task(1, cluster=train_cluster), task(2, cluster=eval_cluster, gold="g00001")
+    store(session, [a, b], [trace(1, a), trace(2, b)])
+    with Workspace(tmp_path) as ws:
+        curation = curate(session, ws, config=config)
+        assert curation.split(a.leak_cluster or "") == curation.split(b.leak_cluster or "")
+        assert curation.audit is not None and curation.audit.ok
 
 
 def test_near_duplicates_clustered_apart_land_on_one_side(session: Session, tmp_path: Path) -> None:
