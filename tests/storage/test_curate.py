@@ -427,9 +427,7 @@ def test_a_leak_across_the_split_fails_the_export(session: Session, tmp_path: Pa
     assert "train / eval split leaks" in str(caught.value) and a.task_id in str(caught.value)
 
 
-def test_tasks_sharing_a_gold_clustered_apart_land_on_one_side(
-    session: Session, tmp_path: Path
-) -> None:
+def test_tasks_sharing_a_gold_clustered_apart_land_on_one_side(session: Session, tmp_path: Path) -> None:
     # World tasks are clustered on their skeletons: two requests for one product in two worlds are
     # two clusters, and the split keeps them together (pool groups join what the gold rule links).
     config = CurationConfig(eval_share=0.5, protect_pools=(), miner_axis_sample=0)
