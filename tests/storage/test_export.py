@@ -206,8 +206,11 @@ def test_dataset_card_has_counts_sources_versions_licence_funnel(
 
 def test_a_leak_writes_nothing(session: Session, tmp_path: Path) -> None:
     config = CurationConfig(eval_share=0.4, miner_axis_sample=0)
-    a, b = task(1, cluster="lc-golden-0"), task(2, cluster="lc-golden-6", gold="g00001")
-    store(session, [a, b], [trace(1, a), trace(2, b)])
+    # A train task shares its gold product with a protected held-out task: the split cannot
+    # move a protected task, so the export is refused.
+    a = task(1, cluster="lc-golden-0")
+    b = task(2, cluster="lc-golden-6", gold="g00001", pool="never_touch")
+    store(session, [a, b], [trace(1, a)])
     out = tmp_path / "out"
     with pytest.raises(SplitLeakError):
         curate_and_export(session, out, config=config)

@@ -26,8 +26,11 @@ def database(path: Path, *, leak: bool = False) -> str:
     upgrade(engine)
     with make_sessionmaker(engine)() as session:
         if leak:
-            a, b = task(1, cluster="lc-golden-0"), task(2, cluster="lc-golden-6", gold="g00001")
-            store(session, [a, b], [trace(1, a), trace(2, b)])
+            # A train task shares its gold product with a protected held-out task: the split cannot
+            # move a protected task, so the export is refused.
+            a = task(1, cluster="lc-golden-0")
+            b = task(2, cluster="lc-golden-6", gold="g00001", pool="never_touch")
+            store(session, [a, b], [trace(1, a)])
         else:
             golden_population(session)
     engine.dispose()
