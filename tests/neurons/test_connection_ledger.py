@@ -61,8 +61,9 @@ def test_at_the_cap_the_heaviest_half_open_peer_yields_its_oldest_connection() -
     assert ledger.total == 10 and ledger.open_of("10.0.0.9") == 3
     ledger.release(admission.evicted)  # the server's close comes back later: already off the books
     assert ledger.total == 10
-    # Peers at the same pending count never evict each other: the cap holds.
-    assert ledger.admit(conn(), "10.0.0.1").refused in ("max_connections", None)
+    # Peers at the same pending count never evict each other: the cap holds. Which of the two tied
+    # peers yielded above is not fixed (hash order), so 10.0.0.1 may already be at its own cap.
+    assert ledger.admit(conn(), "10.0.0.1").refused in ("max_connections", "peer_pending", None)
     assert ledger.total == 10
 
 
