@@ -8,15 +8,40 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 
 class Frozen(BaseModel):
     """Base for every domain model: immutable, no unknown fields, no NaN or infinity."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class Sparse(Frozen):
+    """A model whose ``omitted_at_default`` fields are left out of its dump while at their default.
+
+    A field added to a stored shape is named here, so records (and content hashes) made before
+    the field existed keep their form: a static episode's tool log has no ``world_version``.
+    """
+
+    omitted_at_default: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        fields = type(self).model_fields
+        for name in self.omitted_at_default:
+            if getattr(self, name) == fields[name].get_default(call_default_factory=True):
+                data.pop(name, None)
+        return data
 
 
 F = TypeVar("F", bound=Frozen)

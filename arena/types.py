@@ -12,17 +12,33 @@ from typing import Any, Literal
 from pydantic import (
     ConfigDict,
     Field,
-    SerializerFunctionWrapHandler,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
 from arena.arguments import ArgumentError, parse_arguments
-from arena.frozen import F, Frozen, canonical_json, content_hash, finite, result_hash, validate_row
+from arena.frozen import (
+    F,
+    Frozen,
+    Sparse,
+    canonical_json,
+    content_hash,
+    finite,
+    result_hash,
+    validate_row,
+)
 
 # The base lives in arena.frozen; the rest of the code imports it from here.
-__all__ = ["Frozen", "F", "validate_row", "canonical_json", "content_hash", "result_hash", "finite"]
+__all__ = [
+    "Frozen",
+    "Sparse",
+    "F",
+    "validate_row",
+    "canonical_json",
+    "content_hash",
+    "result_hash",
+    "finite",
+]
 
 Intent = Literal["product", "shop", "voucher", "knowledge"]
 Service = Literal["official", "freeShipping", "COD", "flashsale"]
@@ -349,7 +365,7 @@ ToolCallStatus = Literal["ok", "error"]
 NonceStatus = Literal["none", "valid", "invalid"]
 
 
-class ToolLogEntry(Frozen):
+class ToolLogEntry(Sparse):
     """One tool call as the tool server executed and logged it (the ground truth of an episode)."""
 
     episode_id: str
@@ -368,9 +384,4 @@ class ToolLogEntry(Frozen):
     # content hashes of static episodes are what they were before the field existed.
     world_version: int | None = Field(default=None, ge=0)
 
-    @model_serializer(mode="wrap")
-    def _without_absent_version(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("world_version") is None:
-            data.pop("world_version", None)
-        return data
+    omitted_at_default = ("world_version",)

@@ -8,20 +8,18 @@ model knows (hand-made checks, older data) reads back as the plain dict it was.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     Field,
     SerializeAsAny,
-    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_serializer,
     model_validator,
 )
 
-from arena.types import Frozen, content_hash
+from arena.types import Frozen, Sparse, content_hash
 from judging.vocabulary import (
     AXES,
     CHECK_NAMES,
@@ -64,25 +62,6 @@ class Evidence(Frozen):
     """Base of a check's typed evidence."""
 
 
-class _SparseEvidence(Evidence):
-    """Evidence whose ``omitted_at_default`` fields are left out of the stored form at their default.
-
-    The shapes the first judgments were stored (and content-hashed) in had no such key, and a
-    verdict's stored form must not change under it.
-    """
-
-    omitted_at_default: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _leave_out_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        fields = type(self).model_fields
-        for name in self.omitted_at_default:
-            if getattr(self, name) == fields[name].default:
-                data.pop(name, None)
-        return data
-
-
 class NoEvidence(Evidence):
     """No evidence (a check that could not look at anything)."""
 
@@ -93,7 +72,7 @@ class EndEvidence(Evidence):
     end: str
 
 
-class OutcomeItem(Frozen):
+class OutcomeItem(Sparse):
     """One gold item's position in the answer: the id there, whether it exists, and what it broke."""
 
     position: int
@@ -103,16 +82,10 @@ class OutcomeItem(Frozen):
     rule: float | None = None
     failed: tuple[str, ...] = ()
 
-    @model_serializer(mode="wrap")
-    def _leave_out_unscored(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in ("gt", "rule"):
-            if data.get(name) is None:
-                data.pop(name, None)
-        return data
+    omitted_at_default = ("gt", "rule")
 
 
-class OutcomeEvidence(_SparseEvidence):
+class OutcomeEvidence(Evidence, Sparse):
     """The outcome check's evidence: the verdict, the partial credit, the components and each item."""
 
     omitted_at_default = ("scores",)
@@ -143,7 +116,7 @@ class FormatEvidence(Evidence):
         return tuple(r for r in REJECTS if r in self.reasons)
 
 
-class Claim(Frozen):
+class Claim(Sparse):
     """One statement an assistant makes about a product (``judging.claims``), and whether it holds."""
 
     product_id: str
@@ -157,12 +130,7 @@ class Claim(Frozen):
     # out of the dump, so the content hashes of judgments without worlds are what they were.
     world_version: int | None = Field(default=None, ge=0)
 
-    @model_serializer(mode="wrap")
-    def _without_absent_version(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("world_version") is None:
-            data.pop("world_version", None)
-        return data
+    omitted_at_default = ("world_version",)
 
 
 class GroundingEvidence(Evidence):
@@ -211,7 +179,7 @@ class ShopperEvidence(Evidence):
     refused: int = Field(default=0, ge=0)
 
 
-class AxisEvidence(_SparseEvidence):
+class AxisEvidence(Evidence, Sparse):
     """The axis check's evidence: the label, and either the nonce counts or the step counts behind it.
 
     Attested (nonces): ``attested`` and ``nonces``. Inferred: ``attested`` false, ``steps``,
@@ -243,7 +211,7 @@ class AxisEvidence(_SparseEvidence):
     degenerate: bool | None = None
 
 
-class ReasoningEvidence(_SparseEvidence):
+class ReasoningEvidence(Evidence, Sparse):
     """The reasoning check's evidence: the judge model, its labels, the prompt, and why it is unscored."""
 
     omitted_at_default = ("injection_flagged", "unscored")

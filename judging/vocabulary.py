@@ -6,11 +6,11 @@ the rest of the code imports them from (it re-exports every name here).
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
-from arena.types import Frozen
+from arena.types import Frozen, Sparse
 
 Axis = Literal["A", "B", "mixed", "unknown"]
 AXES: tuple[Axis, ...] = ("A", "B", "mixed", "unknown")
@@ -43,7 +43,7 @@ class OutcomeScores(Frozen):
     fields: dict[str, float] = Field(default_factory=dict)
 
 
-class ProcessStats(Frozen):
+class ProcessStats(Sparse):
     """Raw counts describing how the agent worked (used by the process check and curation).
 
     ``questions`` (``ask_user`` calls the tool server logged) and ``questions_needed`` (the task's
@@ -62,13 +62,7 @@ class ProcessStats(Frozen):
     questions: int = Field(default=0, ge=0)
     questions_needed: int = Field(default=0, ge=0)
 
-    @model_serializer(mode="wrap")
-    def _leave_out_no_questions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in ("questions", "questions_needed"):
-            if data.get(name) == 0:
-                data.pop(name, None)
-        return data
+    omitted_at_default = ("questions", "questions_needed")
 
 
 class Versions(Frozen):
