@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from arena.generate import generate_tasks
 from arena.index import SearchIndex
 from arena.index_types import ProductIndex
-from arena.tools import ToolContext, canonical_arguments, run_tool, tool_schemas
-from arena.types import Task, ToolLogEntry, ToolResult, result_hash
+from arena.tools import ToolContext, tool_schemas
+from arena.types import Task, ToolLogEntry
 from judging.judge import JudgeConfig, judge
 from neurons.miner.agents.contract import AgentRequest
 from neurons.miner.agents.scripted import scripted_agent
 from storage.records import EpisodeRecord, JudgedTrace
+from tests.arena.logging_caller import logging_caller
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOTKEY = "hk-scripted"
@@ -33,23 +33,7 @@ async def _episode(
     episode_id = f"ep-{number:05d}"
     log: list[ToolLogEntry] = []
 
-    async def call_tool(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        result = run_tool(name, arguments, ctx)
-        log.append(
-            ToolLogEntry(
-                episode_id=episode_id,
-                seq=len(log),
-                call_id=call_id,
-                tool=name,
-                arguments=canonical_arguments(name, arguments),
-                result=result.content,
-                result_hash=result_hash(result.content),
-                status="error" if result.error else "ok",
-                started_at=T0,
-                finished_at=T0,
-            )
-        )
-        return result
+    call_tool = logging_caller(ctx, episode_id, log, now=lambda: T0)
 
     request = AgentRequest(
         task_id=task.task_id, episode_id=episode_id, query=task.query, tools=tuple(tool_schemas())

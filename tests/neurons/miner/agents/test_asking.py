@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from arena.episode import run_logged
 from arena.index import SearchIndex
 from arena.tools import ToolContext, tool_schemas
 from arena.types import ToolLogEntry, ToolResult
@@ -22,6 +21,7 @@ from neurons.miner.agents.contract import AgentRequest, prompt_text, system_prom
 from neurons.miner.agents.llm import make_llm_agent
 from neurons.miner.agents.query import read_item
 from neurons.miner.agents.scripted import question_for, scripted_agent
+from tests.arena.logging_caller import logging_caller
 from tests.neurons.chat_stub import ChatStub, reply_calls
 
 
@@ -35,10 +35,7 @@ async def solve(world: WorldOverlay, task: WorldTask, toolset: str) -> tuple[Jud
     ctx = ToolContext(index=world, toolset=toolset, shopper=ShopperSession(task.profile))
     log: list[ToolLogEntry] = []
 
-    async def call_tool(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        entry = run_logged(name, json.dumps(arguments), ctx, episode_id="ep", seq=len(log), call_id=call_id)
-        log.append(entry)
-        return ToolResult(content=entry.result, error=entry.status == "error")
+    call_tool = logging_caller(ctx, "ep", log)
 
     request = AgentRequest(
         task_id=task.task.task_id, episode_id="ep", query=task.task.query, tools=tuple(tool_schemas(toolset))

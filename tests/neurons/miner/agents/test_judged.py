@@ -9,9 +9,7 @@ be labelled a harness.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,13 +17,14 @@ from arena.catalog import write_products
 from arena.from_tasks import build_from_tasks
 from arena.index import SearchIndex, build_index, open_index
 from arena.shoppingbench import load_shoppingbench
-from arena.tools import ToolContext, canonical_arguments, run_tool, tool_schemas
-from arena.types import Task, ToolLogEntry, ToolResult, Trajectory, result_hash
+from arena.tools import ToolContext, tool_schemas
+from arena.types import Task, ToolLogEntry, Trajectory
 from judging.axis import axis_for_miner
 from judging.judge import JudgeConfig, judge
 from judging.types import Judgment
 from neurons.miner.agents.contract import AgentRequest
 from neurons.miner.agents.scripted import scripted_agent
+from tests.arena.logging_caller import logging_caller
 
 
 @pytest.fixture(scope="module")
@@ -44,24 +43,7 @@ async def episode(task: Task, index: SearchIndex, number: int, narrate: bool) ->
     ctx = ToolContext(index=index, toolset="sb-1")
     log: list[ToolLogEntry] = []
 
-    async def call_tool(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        now = datetime.now(UTC)
-        result = run_tool(name, arguments, ctx)
-        log.append(
-            ToolLogEntry(
-                episode_id=f"e{number}",
-                seq=len(log),
-                call_id=call_id,
-                tool=name,
-                arguments=canonical_arguments(name, arguments),
-                result=result.content,
-                result_hash=result_hash(result.content),
-                status="error" if result.error else "ok",
-                started_at=now,
-                finished_at=now,
-            )
-        )
-        return result
+    call_tool = logging_caller(ctx, f"e{number}", log)
 
     request = AgentRequest(
         task_id=task.task_id, episode_id=f"e{number}", query=task.query, tools=tuple(tool_schemas())
