@@ -19,7 +19,10 @@ the same chat schema, its tool log, its re-judged Judgment, its provenance) or a
 
 A world episode (its record names a pack hash) is replayed and re-judged on that world: the
 converter's ``worlds`` gives the world's overlay over the index; a world it does not know is
-the drop ``unknown_world``, never a replay against the base catalog's other prices.
+the drop ``unknown_world``, never a replay against the base catalog's other prices. A trace
+judged with a shopper profile (arena-3's ``ask_user``) is replayed and re-judged with that
+profile (``profile``); without it the shopper check cannot be repeated, and the trace drops as
+``unknown_world`` too.
 """
 
 from __future__ import annotations
@@ -40,12 +43,19 @@ from arena.types import (
     content_hash,
     result_hash,
 )
+from arena.world.types import ShopperProfile
 from judging.axis import A_SHARE
 from judging.context import ProductLookup
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import Judgment
 from storage.conversion.facts import TaskFacts, task_facts
-from storage.conversion.pruning import Pruned, PruneReason, prune, replays_identically
+from storage.conversion.pruning import (
+    Pruned,
+    PruneReason,
+    prune,
+    questions_scored,
+    replays_identically,
+)
 from storage.conversion.step import RationaleWriter
 from storage.conversion.template import TemplateWriter
 from storage.conversion.verify import judged_problem
@@ -213,6 +223,7 @@ async def _attempt(
     converter: Converter,
     products: ProductLookup,
     judge_config: JudgeConfig,
+    profile: ShopperProfile | None,
 ) -> tuple[Trajectory, Judgment, int] | Dropped:
     """Write every step and re-judge; rewrite the steps the classifier reads as narrated, and judge again."""
     attempts = converter.config.attempts
@@ -221,7 +232,7 @@ async def _attempt(
     if failure:
         return Dropped("ungrounded_rationale", failure)
     built = writing.trajectory()
-    judgment = judge_rules(task, built, log=kept, products=products, config=judge_config)
+    judgment = judge_rules(task, built, log=kept, products=products, config=judge_config, profile=profile)
     for rewrite_pass in range(1, attempts):
         axis = judgment.check("axis")
         redo = (
@@ -235,7 +246,7 @@ async def _attempt(
         if failure:
             return Dropped("ungrounded_rationale", failure)
         built = writing.trajectory()
-        judgment = judge_rules(task, built, log=kept, products=products, config=judge_config)
+        judgment = judge_rules(task, built, log=kept, products=products, config=judge_config, profile=profile)
     return built, judgment, writing.rewrites
 
 
@@ -246,13 +257,19 @@ def _explain(judgment: Judgment, problem: str) -> str:
     return check.explanation if check is not None else ""
 
 
-def _pruned(log: Sequence[ToolLogEntry], config: ConversionConfig, ctx: ToolContext) -> tuple[Pruned, bool]:
+def _pruned(
+    log: Sequence[ToolLogEntry],
+    config: ConversionConfig,
+    ctx: ToolContext,
+    source: Judgment,
+    profile: ShopperProfile | None,
+) -> tuple[Pruned, bool]:
     """The pruning decision, undone (second value True) when the kept calls replay to other bytes."""
     entries = tuple(sorted(log, key=lambda e: e.seq))
     if not config.prune:
         return Pruned(kept=entries), False
-    decided = prune(entries)
-    if decided.dropped and not replays_identically(decided.kept, ctx):
+    decided = prune(entries, keep_questions=questions_scored(source))
+    if decided.dropped and not replays_identically(decided.kept, ctx, profile):
         return Pruned(kept=entries), True
     return decided, False
 
@@ -265,6 +282,7 @@ async def convert(
     *,
     converter: Converter,
     world: ProductIndex | None = None,
+    profile: ShopperProfile | None = None,
 ) -> Conversion:
     """Convert one judged trace (the module docstring has the steps); never raises for bad input.
 
@@ -275,22 +293,26 @@ async def convert(
         source: the trace's Judgment (outcome and success must survive conversion).
         converter: the index, the writer and the settings.
         world: the world the trace ran on (its overlay over the converter's index); None: static.
+        profile: the task's hidden shopper profile, where the trace was judged with one (its
+            questions are replayed against it and the shopper check re-judged with it).
     """
     config = converter.config
     index: ProductIndex = world if world is not None else converter.index
     refused = _inputs(task, trajectory, log, source, index)
     if refused is not None or task is None or trajectory is None:
         return refused or Dropped("no_trajectory")
+    if profile is None and source.check("shopper") is not None:
+        return Dropped("unknown_world", f"no shopper profile for task {task.task_id}")
     toolset = source.versions.toolset or DEFAULT_TOOLSET
     ctx = ToolContext(index=index, toolset=toolset)
     judge_config = replace(config.judge, toolset=toolset, catalog_version=index.catalog_version)
     seed = source_hash(trajectory, log)
-    decided, unpruned = _pruned(log, config, ctx)
+    decided, unpruned = _pruned(log, config, ctx, source, profile)
     facts = task_facts(task)
     products = memoised(index.products)
     while True:
         attempt = await _attempt(
-            task, trajectory, decided.kept, facts, seed, converter, products, judge_config
+            task, trajectory, decided.kept, facts, seed, converter, products, judge_config, profile
         )
         if isinstance(attempt, Dropped):
             return attempt

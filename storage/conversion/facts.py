@@ -8,7 +8,10 @@ step by step from the validator's tool log, so "before the call" is exact:
   constraints in the user's terms, the budget and the voucher;
 - :class:`ProductFacts`: per product id, what results showed of it (title, price, shop,
   services, sold count; attributes and sku options once viewed), and the search that found it;
-- :class:`FactTable`: both, plus every digit-bearing token, number and text the agent has
+- :class:`Heard`: per ``ask_user`` call (tool set arena-3), the question, the shopper's answer as
+  logged, and the constraints it stated, which join the request from then on ("no preference"
+  states none, and is a fact too: the request is all there is);
+- :class:`FactTable`: all of these, plus every digit-bearing token, number and text the agent has
   seen, which the verifier (:mod:`storage.conversion.verify`) looks each citation up in.
 
 The gold product ids and titles are never facts: only the words the user wrote.
@@ -32,6 +35,7 @@ from storage.conversion.task_facts import (
     as_number,
     digit_tokens,
     grouped_form,
+    heard,
     number_key,
     task_facts,
 )
@@ -50,6 +54,7 @@ __all__ = [
 ]
 
 SEARCH_TOOLS = frozenset({"find_product", "find_products_in_same_shop"})
+ASK_TOOL = "ask_user"
 
 
 @dataclass
@@ -83,6 +88,26 @@ class Search:
     item: int | None
 
 
+@dataclass(frozen=True)
+class Heard:
+    """A shopper's answer as a later step reads it: the question, the answer, what it added to the request.
+
+    ``revealed`` holds (item position, constraint) pairs; empty for "no preference".
+    """
+
+    seq: int
+    question: str
+    answer: str
+    revealed: tuple[tuple[int, Constraint], ...]
+
+
+def answer_text(result: str) -> str | None:
+    """The shopper's words in a logged ``ask_user`` result (``{"answer": ...}``), or None."""
+    value = _read(result)
+    answer = value.get("answer") if isinstance(value, dict) else None
+    return answer if isinstance(answer, str) and answer.strip() else None
+
+
 def _read(text: str) -> Any:
     try:
         return json.loads(text)
@@ -106,6 +131,7 @@ class FactTable:
         self.task = task
         self.products: dict[str, ProductFacts] = {}
         self.searches: list[Search] = []
+        self.answers: list[Heard] = []
         self._texts: list[str] = []
         self._folded: list[str] = []  # the texts case-folded and spaced as ``shows`` compares them
         self._tokens: list[frozenset[str] | None] = []  # each text's digit tokens, once read whole
@@ -215,6 +241,16 @@ class FactTable:
             self._details(value)
         elif entry.tool == "calculate_voucher" and isinstance(value, dict):
             self._hits(value.get("products") or [], None)
+        elif entry.tool == ASK_TOOL:
+            self._heard(entry)
+
+    def _heard(self, entry: ToolLogEntry) -> None:
+        """A shopper's answer: what it states joins the request (:func:`heard`)."""
+        answer, question = answer_text(entry.result), entry.arguments.get("question")
+        if answer is None or not isinstance(question, str):
+            return
+        self.task, revealed = heard(self.task, answer)
+        self.answers.append(Heard(entry.seq, question, answer, revealed))
 
     def _hits(self, rows: list[Any], seq: int | None) -> tuple[str, ...]:
         ids: list[str] = []

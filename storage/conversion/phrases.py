@@ -153,3 +153,43 @@ VOUCHER_CALL = (
     "Let me see what the voucher does to {ids}.",
 )
 OTHER_CALL = ("Calling {tool} with {arguments}.", "Next, {tool} with {arguments}.")
+
+# ask_user (tool set arena-3): what the request leaves open, why ask now, the question itself.
+ASK_OPEN = (
+    "The request says nothing about {open}.",
+    "Nothing in the request settles {open}.",
+    "The user has not said whether {open} matter.",
+    "Still open after the request: {open}.",
+)
+ASK_OPEN_NONE = (
+    "The request may leave out a need that decides the pick.",
+    "Something unsaid could still decide which listing fits.",
+)
+ASK_WHY_FIRST = (
+    "Any of that could change which listing fits, so I ask before searching.",
+    "Asking first keeps the search from chasing the wrong listing.",
+    "One question now is cheaper than a wrong pick later.",
+)
+ASK_WHY_LATER = (
+    "Before choosing between {ids}, I check whether any of that matters.",
+    "It could decide between {ids}, so I ask now.",
+    "{ids} differ on such things, so the answer decides between them.",
+)
+ASK_AGAIN = (
+    'The earlier answer, "{answer}", left this open.',
+    'The shopper already answered "{answer}"; this asks about something else.',
+)
+ASK_QUESTION = ('I ask the shopper: "{question}"', 'The question: "{question}"', 'So I ask: "{question}"')
+ASK_QUESTION_PLAIN = ("I put the question to the shopper.", "So I ask the shopper.")
+
+# After an answer: the constraints it added, or that it added none.
+HEARD_JOIN = (
+    ", and from the shopper's answer {list}",
+    "; the shopper added {list}",
+    ", plus {list}, as the shopper said",
+)
+HEARD_NOTHING = (
+    "The shopper has no preference beyond the request, so its terms are all there is.",
+    "The shopper's answer added nothing, so the request stands as stated.",
+    "No further need came from the shopper.",
+)

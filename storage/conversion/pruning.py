@@ -12,6 +12,13 @@ Over the validator's log, in ``seq`` order (``recommend_product`` and ``terminat
 - ``unused_view``: a view (or a voucher calculation) of ids none of which a later kept step
   names: a batch view of products never considered.
 
+A shopper's question (``ask_user``) is never ``unused``: its answer, "no preference" included,
+is a fact later steps reason from. Its count is scored (the shopper check), so where the
+source's questions beyond those needed were penalised, every question stays, a refused or
+repeated one too (``questions_scored``); else a refused or repeated one may go like any other
+call, which leaves the shopper check's value as it was. The re-judged trace must show the same
+value (:func:`storage.conversion.verify.judged_problem`).
+
 The decision runs backwards, so "a later kept step" means one that survives pruning itself.
 Tools are stateless (a result depends on the call and the index alone), so dropping a call
 changes no other call's result; :func:`replays_identically` proves it for a pruned trace by
@@ -23,14 +30,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from arena.episode import run_logged
 from arena.tools import ToolContext
 from arena.types import ToolLogEntry, canonical_json
+from arena.world.shopper import ShopperSession
+from arena.world.types import ShopperProfile
 from judging.facts import result_facts
-from storage.conversion.facts import SEARCH_TOOLS, call_ids
+from judging.types import Judgment, ShopperEvidence
+from storage.conversion.facts import ASK_TOOL, SEARCH_TOOLS, call_ids
 
 PruneReason = Literal["repeat", "error", "unused_search", "unused_view"]
 ALWAYS_KEPT = frozenset({"recommend_product", "terminate"})
@@ -57,12 +67,20 @@ def _shops(result: str) -> set[str]:
     }
 
 
-def _forward(log: Sequence[ToolLogEntry]) -> dict[int, PruneReason]:
+def questions_scored(source: Judgment) -> bool:
+    """Whether dropping any ``ask_user`` call would change the source's shopper check (extra questions)."""
+    check = source.check("shopper")
+    if check is None or check.evidence is None:
+        return False
+    return check.evidence_as(ShopperEvidence).extra > 0
+
+
+def _forward(log: Sequence[ToolLogEntry], keep_questions: bool) -> dict[int, PruneReason]:
     """Repeats and errors: decided from what came before."""
     dropped: dict[int, PruneReason] = {}
     done: set[tuple[str, str]] = set()
     for entry in log:
-        if entry.tool in ALWAYS_KEPT:
+        if entry.tool in ALWAYS_KEPT or (keep_questions and entry.tool == ASK_TOOL):
             continue
         key = (entry.tool, canonical_json(entry.arguments))
         if entry.status != "ok":
@@ -74,10 +92,13 @@ def _forward(log: Sequence[ToolLogEntry]) -> dict[int, PruneReason]:
     return dropped
 
 
-def prune(log: Sequence[ToolLogEntry]) -> Pruned:
-    """Decide which logged calls a converted trace keeps (see the module docstring)."""
+def prune(log: Sequence[ToolLogEntry], *, keep_questions: bool = False) -> Pruned:
+    """Decide which logged calls a converted trace keeps (see the module docstring).
+
+    ``keep_questions``: every ``ask_user`` call stays (:func:`questions_scored` of the source).
+    """
     entries = sorted(log, key=lambda e: e.seq)
-    dropped = _forward(entries)
+    dropped = _forward(entries, keep_questions)
     needed_ids: set[str] = set()
     needed_shops: set[str] = set()
     later_search = False
@@ -108,8 +129,16 @@ def prune(log: Sequence[ToolLogEntry]) -> Pruned:
     return Pruned(kept=tuple(reversed(kept)), dropped=tuple(sorted(dropped.items())))
 
 
-def replays_identically(entries: Sequence[ToolLogEntry], ctx: ToolContext) -> bool:
-    """Run each call against the index again; True when every result is byte-identical to the logged one."""
+def replays_identically(
+    entries: Sequence[ToolLogEntry], ctx: ToolContext, profile: ShopperProfile | None = None
+) -> bool:
+    """Run each call against the index again; True when every result is byte-identical to the logged one.
+
+    With ``profile``, the questions go to a fresh shopper of that profile (its answers follow
+    from the profile and the questions asked so far, as they did in the episode).
+    """
+    if profile is not None:
+        ctx = replace(ctx, shopper=ShopperSession(profile))
     for entry in entries:
         again = run_logged(
             entry.tool,

@@ -2,7 +2,9 @@
 
 :class:`TaskFacts` holds the items the query asks for (the query's own words for each gold item,
 and each constraint of the ground truth that the query mentions, in the terms the user used:
-price bounds, services, sku option and attribute values), the budget and the voucher. The
+price bounds, services, sku option and attribute values), the budget and the voucher. A
+shopper's answer (``ask_user``, tool set arena-3) is more of the user's words: :func:`heard`
+reads it the same way and adds the constraints it states (marked ``shopper``). The
 digit-bearing tokens and numbers helpers here are shared with :mod:`storage.conversion.facts`.
 The gold product ids and titles are never facts: only the words the user wrote.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from arena.phrasing import SERVICE_SYNONYMS, number_text
@@ -72,6 +74,7 @@ class Constraint:
         values: the wanted values (``polyurethane``); empty for price and services.
         low: a price constraint's lower bound (inclusive), if any.
         high: its upper bound (inclusive), if any.
+        shopper: stated in a shopper's answer (``ask_user``), not in the query.
     """
 
     kind: ConstraintKind
@@ -80,6 +83,7 @@ class Constraint:
     values: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
+    shopper: bool = False
 
     def price_text(self) -> str:
         """A price constraint as a shopper says it: "between 91 and 243", "under 500", "above 5000".
@@ -118,7 +122,11 @@ class Item:
 
 @dataclass(frozen=True)
 class TaskFacts:
-    """What the user's query states: the items, the shop condition, the budget, the voucher, its numbers."""
+    """What the user's query states: the items, the shop condition, the budget, the voucher, its numbers.
+
+    ``gold`` is kept only to read a shopper's answer the way the query was read (:func:`heard`);
+    nothing of it is a fact until the user's own words state it.
+    """
 
     query: str
     intent: str
@@ -126,6 +134,7 @@ class TaskFacts:
     budget: float | None = None
     voucher: Voucher | None = None
     numbers: frozenset[float] = frozenset()
+    gold: tuple[GoldItem, ...] = field(default=(), repr=False)
 
 
 class _Query:
@@ -186,4 +195,23 @@ def task_facts(task: Task) -> TaskFacts:
     voucher = task.voucher if task.voucher is not None and query.has_number(task.voucher.threshold) else None
     numbers = {as_number(token) for token in digit_tokens(task.query)}
     known = frozenset(number_key(n) for n in numbers if n is not None)
-    return TaskFacts(task.query, task.intent, tuple(items), budget, voucher, known)
+    return TaskFacts(task.query, task.intent, tuple(items), budget, voucher, known, tuple(task.gold))
+
+
+def heard(facts: TaskFacts, answer: str) -> tuple[TaskFacts, tuple[tuple[int, Constraint], ...]]:
+    """The request once a shopper's answer is heard: the constraints the answer states join their items.
+
+    The answer is read as the query is (a constraint of an item's ground truth counts once the
+    words state it); one the item already has is not added again. Returns the facts and the
+    (item position, constraint) pairs the answer added (none: "no preference").
+    """
+    said = _Query(answer)
+    items: list[Item] = []
+    added: list[tuple[int, Constraint]] = []
+    for item, gold in zip(facts.items, facts.gold, strict=False):
+        known = {(c.kind, c.key) for c in item.constraints}
+        new = [replace(c, shopper=True) for c in _constraints(gold, said) if (c.kind, c.key) not in known]
+        added += [(item.position, c) for c in new]
+        items.append(replace(item, constraints=(*item.constraints, *new)) if new else item)
+    items += facts.items[len(items) :]
+    return replace(facts, items=tuple(items)), tuple(added)

@@ -18,6 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from arena.phrasing import number_text
+from arena.types import Service
+from arena.world.shopper import SERVICE_WORDS
+from arena.world.shopper import words as shopper_words
 from storage.conversion import phrases as P
 from storage.conversion.facts import Constraint, FactTable, Item, ProductFacts, call_ids
 from storage.conversion.step import Step
@@ -52,9 +55,12 @@ def _constraint_text(constraint: Constraint, choose: Choose) -> str:
 
 
 def _need(step: Step, item: Item, choose: Choose, rng: random.Random) -> str:
-    cons = [_constraint_text(c, choose) for c in item.constraints]
+    cons = [_constraint_text(c, choose) for c in item.constraints if not c.shopper]
     rng.shuffle(cons)
     joined = choose(P.CONS_JOIN).format(list=_join(cons)) if cons else ""
+    said = [_constraint_text(c, choose) for c in item.constraints if c.shopper]
+    if said:  # what the shopper's answers added, named as theirs
+        joined += choose(P.HEARD_JOIN).format(list=_join(said))
     earlier = any(s.item is not None and s.item != item.position for s in step.facts.searches)
     bank = P.NEED_NEXT if earlier else P.NEED
     return choose(bank).format(item=item.name, cons=joined)
@@ -124,6 +130,10 @@ def write_search(step: Step, choose: Choose, rng: random.Random) -> str:
     context = _context(step, item, choose, rng)
     if context:
         clauses.append(context)
+    answers, searches = step.facts.answers, step.facts.searches
+    first_since = answers and (not searches or searches[-1].seq < answers[-1].seq)
+    if first_since and not answers[-1].revealed:  # "no preference" is a fact: the request is all
+        clauses.append(choose(P.HEARD_NOTHING))
     rng.shuffle(clauses)
     return " ".join(clauses)
 
@@ -282,6 +292,62 @@ def write_recommend(step: Step, choose: Choose, rng: random.Random) -> str:
     return " ".join([*clauses, answer] if rng.random() < 0.75 else [answer, *clauses])
 
 
+# How an ask_user rationale names a service the request leaves open.
+_SERVICE_LABELS: dict[Service, str] = {
+    "official": "an official store",
+    "freeShipping": "free shipping",
+    "COD": "cash on delivery",
+    "flashsale": "a flash sale",
+}
+_ANY_SERVICE = frozenset({"service", "perk"})
+# Attribute topics a question may ask about, as arena.world.shopper.words reads them.
+_ATTRIBUTE_TOPICS = ("brand", "color", "size", "material", "style", "model", "flavor", "scent")
+
+
+def _open_topics(question: str, items: Sequence[Item]) -> list[str]:
+    """What the question asks about that the request (and earlier answers) leave unstated."""
+    asked = set(shopper_words(question))
+    stated = {c.key for item in items for c in item.of_kind("service")}
+    topics = [
+        label
+        for service, label in _SERVICE_LABELS.items()
+        if service not in stated
+        and (asked & _ANY_SERVICE or asked & {w for v in SERVICE_WORDS[service] for w in shopper_words(v)})
+    ]
+    labels = {w for item in items for c in item.constraints for w in shopper_words(c.label)}
+    return topics + [topic for topic in _ATTRIBUTE_TOPICS if topic in asked and topic not in labels]
+
+
+def _quotable(text: str) -> bool:
+    """Whether ``text`` stands in its logged JSON as written (a quote of it can be verified)."""
+    return bool(text.strip()) and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def write_ask(step: Step, choose: Choose, rng: random.Random) -> str:
+    """A question to the shopper: what the user wants, what the request leaves open, why ask now."""
+    facts = step.facts
+    items = list(facts.task.items)
+    question = str(step.arguments.get("question") or "")
+    if len(items) == 1:
+        need = _need(step, items[0], choose, rng)
+    else:
+        need = choose(P.NEED).format(item=_join([item.name for item in items]), cons="")
+    topics = _open_topics(question, items)
+    clauses = [need, choose(P.ASK_OPEN).format(open=_join(topics)) if topics else choose(P.ASK_OPEN_NONE)]
+    if facts.answers and _quotable(facts.answers[-1].answer):
+        clauses.append(choose(P.ASK_AGAIN).format(answer=facts.answers[-1].answer.rstrip(".")))
+    hits = list(dict.fromkeys(pid for search in facts.searches for pid in search.ids))
+    if hits:  # asked after searching: the candidates the answer will decide between
+        clauses.append(choose(P.ASK_WHY_LATER).format(ids=_join(hits[:2])))
+    else:
+        clauses.append(choose(P.ASK_WHY_FIRST))
+    asked = choose(P.ASK_QUESTION).format(question=question) if _quotable(question) else ""
+    clauses.append(asked or choose(P.ASK_QUESTION_PLAIN))
+    if rng.random() < 0.5:  # the question first, then why (what the user wants stays first)
+        clauses = [clauses[0], clauses[-1], *clauses[1:-1]]
+    return " ".join(clauses)
+
+
 def write_other(step: Step, choose: Choose, rng: random.Random) -> str:
     """terminate, calculate_voucher, and any tool without a writer of its own."""
     del rng
@@ -298,6 +364,7 @@ _WRITERS = {
     "find_products_in_same_shop": write_search,
     "view_product_information": write_view,
     "recommend_product": write_recommend,
+    "ask_user": write_ask,
 }
 
 

@@ -17,8 +17,9 @@ Per rationale (whoever wrote it), against the fact table before its call
 
 Per converted trace, from its re-judged Judgment (:func:`judged_problem`): no hard reject,
 grounding 1 (nothing fabricated, hidden or hallucinated; every claim correct), the same
-outcome and success as the source, and at least ``min_driven`` of its steps driven by the step
-classifier of ``judging.axis``.
+outcome and success as the source, and where the source was judged with a shopper profile the
+same questions coefficient (the shopper check's value scales the outcome's success share), and
+at least ``min_driven`` of its steps driven by the step classifier of ``judging.axis``.
 """
 
 from __future__ import annotations
@@ -173,6 +174,11 @@ def judged_problem(source: Judgment, converted: Judgment, *, min_driven: float) 
         return "grounding_failed"
     if converted.success != source.success or converted.outcome != source.outcome:
         return "outcome_changed"
+    shopper = source.check("shopper")
+    if shopper is not None:  # the questions coefficient is part of the outcome's success share
+        again = converted.check("shopper")
+        if again is None or again.value != shopper.value:
+            return "outcome_changed"
     axis = converted.check("axis")
     if axis is None or axis.value is None or axis.value < min_driven:
         return "not_driven"

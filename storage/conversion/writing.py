@@ -15,7 +15,7 @@ from arena.types import FunctionCall, Message, Product, Task, ToolCall, ToolLogE
 from arena.wording import tokens
 from judging.axis import classify_steps
 from judging.context import ProductLookup
-from storage.conversion.facts import SEARCH_TOOLS, FactTable, Item, TaskFacts
+from storage.conversion.facts import ASK_TOOL, SEARCH_TOOLS, FactTable, Item, TaskFacts
 from storage.conversion.step import RationaleWriter, Step, step_seed
 from storage.conversion.verify import unsupported
 
@@ -125,7 +125,17 @@ class TraceWriter:
         return assemble(self.source, self.task, self.kept, rationales)
 
     def undriven(self, built: Trajectory) -> set[int]:
-        """The kept calls whose step the axis step classifier does not read as driven."""
+        """The kept calls the axis step classifier does not read as driven, where rewriting could help.
+
+        A question to the shopper before any search is left out: the classifier reads a step as
+        driven by its call's query words or ids, or by citing earlier results, and such a
+        question has neither, however it is worded.
+        """
         calls = [index for index, entry in enumerate(self.kept) if entry.tool != "terminate"]
         kinds = [step.kind for step in classify_steps(built)]
-        return {index for index, kind in zip(calls, kinds, strict=False) if kind != "driven"}
+        first_search = next((i for i, e in enumerate(self.kept) if e.tool in SEARCH_TOOLS), len(self.kept))
+        return {
+            index
+            for index, kind in zip(calls, kinds, strict=False)
+            if kind != "driven" and not (self.kept[index].tool == ASK_TOOL and index < first_search)
+        }

@@ -14,8 +14,10 @@ from datetime import UTC, datetime, timedelta
 from arena.generate import generate_tasks
 from arena.index import SearchIndex
 from arena.index_types import ProductIndex
-from arena.tools import ToolContext, tool_schemas
+from arena.tools import DEFAULT_TOOLSET, ToolContext, tool_schemas
 from arena.types import Task, ToolLogEntry
+from arena.world.shopper import ShopperSession
+from arena.world.types import ShopperProfile, WorldTask
 from judging.judge import JudgeConfig, judge
 from neurons.miner.agents.contract import AgentRequest
 from neurons.miner.agents.scripted import scripted_agent
@@ -24,24 +26,40 @@ from tests.arena.logging_caller import logging_caller
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOTKEY = "hk-scripted"
+ASKING_TOOLSET = "arena-3"  # the tool set with ask_user
 
 
 async def _episode(
-    task: Task, index: ProductIndex, number: int, world: dict[str, str] | None = None
+    task: Task,
+    index: ProductIndex,
+    number: int,
+    world: dict[str, str] | None = None,
+    profile: ShopperProfile | None = None,
 ) -> JudgedTrace:
-    ctx = ToolContext(index=index)
+    """One judged scripted episode; with ``profile``, on tool set arena-3 with that shopper to ask."""
+    toolset = ASKING_TOOLSET if profile is not None else DEFAULT_TOOLSET
+    shopper = ShopperSession(profile) if profile is not None else None
+    ctx = ToolContext(index=index, toolset=toolset, shopper=shopper)
     episode_id = f"ep-{number:05d}"
     log: list[ToolLogEntry] = []
 
     call_tool = logging_caller(ctx, episode_id, log, now=lambda: T0)
 
     request = AgentRequest(
-        task_id=task.task_id, episode_id=episode_id, query=task.query, tools=tuple(tool_schemas())
+        task_id=task.task_id, episode_id=episode_id, query=task.query, tools=tuple(tool_schemas(toolset))
     )
     output = await scripted_agent(request, call_tool)
     trajectory = output.trajectory(request, HOTKEY)
-    config = JudgeConfig(catalog_version=index.catalog_version)
-    judgment = await judge(task, trajectory, log=log, products=index.products, completer=None, config=config)
+    config = JudgeConfig(catalog_version=index.catalog_version, toolset=toolset)
+    judgment = await judge(
+        task,
+        trajectory,
+        log=log,
+        products=index.products,
+        completer=None,
+        config=config,
+        profile=profile,
+    )
     episode = EpisodeRecord(
         episode_id=episode_id,
         task_id=task.task_id,
@@ -78,5 +96,14 @@ def world_traces(tasks: list[Task], overlay: ProductIndex, world: dict[str, str]
 
     async def run() -> list[JudgedTrace]:
         return [await _episode(task, overlay, i, world) for i, task in enumerate(tasks)]
+
+    return asyncio.run(run())
+
+
+def asking_traces(tasks: list[WorldTask], overlay: ProductIndex, world: dict[str, str]) -> list[JudgedTrace]:
+    """One judged scripted episode per world task on arena-3: the agent may ask the task's shopper."""
+
+    async def run() -> list[JudgedTrace]:
+        return [await _episode(wt.task, overlay, i, world, wt.profile) for i, wt in enumerate(tasks)]
 
     return asyncio.run(run())
