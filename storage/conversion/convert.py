@@ -165,13 +165,16 @@ Conversion = Converted | Dropped
 class Converter:
     """What a conversion run needs: the search index the traces were judged on, a writer, the settings.
 
-    ``worlds`` finds a world pack's overlay over ``index`` by pack hash (None: no world known).
+    ``worlds`` finds a world pack's overlay over ``index`` by pack hash (None: no world known);
+    ``profiles`` a world task's hidden shopper profile by (pack hash, task id), for the traces
+    judged with one (None: not known; such a trace drops as ``unknown_world``).
     """
 
     index: SearchIndex
     writer: RationaleWriter = field(default_factory=TemplateWriter)
     config: ConversionConfig = field(default_factory=ConversionConfig)
     worlds: Callable[[str], ProductIndex | None] | None = None
+    profiles: Callable[[str, str], ShopperProfile | None] | None = None
 
 
 def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:
@@ -336,15 +339,27 @@ async def convert(
 
 
 async def convert_judged(trace: JudgedTrace, converter: Converter) -> Conversion:
-    """Convert a stored judged trace (its task, trajectory, tool log and Judgment), on its world if any."""
+    """Convert a stored judged trace (its task, trajectory, tool log and Judgment), on its world if any.
+
+    A world trace gets its world's overlay and, where ``profiles`` knows it, its task's shopper profile.
+    """
     world: ProductIndex | None = None
+    profile: ShopperProfile | None = None
     pack_hash = trace.episode.pack_hash
     if pack_hash is not None:
         world = converter.worlds(pack_hash) if converter.worlds is not None else None
         if world is None:
             return Dropped("unknown_world", f"{trace.episode.world_id} ({pack_hash})")
+        if converter.profiles is not None:
+            profile = converter.profiles(pack_hash, trace.episode.task_id)
     return await convert(
-        trace.task, trace.trajectory, trace.tool_log, trace.judgment, converter=converter, world=world
+        trace.task,
+        trace.trajectory,
+        trace.tool_log,
+        trace.judgment,
+        converter=converter,
+        world=world,
+        profile=profile,
     )
 
 

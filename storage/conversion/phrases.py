@@ -179,7 +179,11 @@ ASK_AGAIN = (
     'The earlier answer, "{answer}", left this open.',
     'The shopper already answered "{answer}"; this asks about something else.',
 )
-ASK_QUESTION = ('I ask the shopper: "{question}"', 'The question: "{question}"', 'So I ask: "{question}"')
+ASK_QUESTION = (
+    'I ask the shopper: "{question}"',
+    'The question for the shopper: "{question}"',
+    'So I ask the shopper: "{question}"',
+)
 ASK_QUESTION_PLAIN = ("I put the question to the shopper.", "So I ask the shopper.")
 
 # After an answer: the constraints it added, or that it added none.
