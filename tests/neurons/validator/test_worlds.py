@@ -9,21 +9,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import select
 
 from arena.index import SearchIndex
+from arena.tools import ToolContext
+from arena.world.compile import compile_world
+from arena.world.overlay import WorldOverlay
 from arena.world.pack import TASKS
-from arena.world.seed import base_hash, round_seed
+from arena.world.seed import WorldRound, base_hash, round_seed
+from judging.judge import JudgeConfig
+from judging.types import ShopperEvidence
 from neurons.chain.wallets import register_wallet
+from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.process import serve
+from neurons.validator.rounds import run_round
 from neurons.validator.settings import ValidatorSettings, WorldConfig
-from neurons.validator.worlds import cached_worlds, load_or_compile, pack_directory, round_world
+from neurons.validator.worlds import RoundWorld, cached_worlds, load_or_compile, pack_directory, round_world
 from storage import repository
 from storage.db import make_engine, make_sessionmaker
 from storage.models import EpisodeRow, JudgmentRow
 from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.rig import failing_agent, serve_miners
+from tests.neurons.rig import all_traces, failing_agent, make_sessions, running_rig, serve_miners
 from tests.neurons.standins import free_socket
 
 HASH = "0x" + "ab" * 32
@@ -170,3 +178,48 @@ def test_world_rounds_are_off_by_default_and_the_delay_stays_inside_the_period()
     assert WorldConfig().enabled is False
     with pytest.raises(ValueError, match="delay_blocks"):
         WorldConfig(period_blocks=5, delay_blocks=5)
+
+
+async def _asks_then_breaks(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+    """An agent that asks the shopper, then fails (its miner answers 500: no trajectory to judge)."""
+    await call_tool("ask_user", {"question": "Do you need free shipping?"}, "call_ask")
+    raise RuntimeError("broken after asking")
+
+
+def _histogram(name: str) -> tuple[float, float]:
+    """A histogram's (count, sum) so far."""
+    return (
+        REGISTRY.get_sample_value(f"{name}_count") or 0.0,
+        REGISTRY.get_sample_value(f"{name}_sum") or 0.0,
+    )
+
+
+async def test_the_shopper_questions_metric_counts_the_judges_questions_not_the_tool_log(
+    net: LocalNet, world_base: SearchIndex, tmp_path: Path
+) -> None:
+    pack = compile_world(b"metric-world", world_base)
+    overlay = WorldOverlay(world_base, pack.delta)
+    at = WorldRound(index=0, start_block=0, seed_block=0)
+    world = RoundWorld(at, HASH, pack, overlay, ToolContext(overlay, "arena-3"), "compiled")
+    sessions = make_sessions(tmp_path)
+    config = JudgeConfig(catalog_version=world_base.catalog_version, toolset="arena-3")
+    agents = {"miner1": scripted_agent, "miner2": _asks_then_breaks}
+    before = _histogram("arena_shopper_questions_per_episode")
+    async with running_rig(
+        net, world_base, sessions, agents=agents, judge_config=config, tasks_per_round=4
+    ) as rig:
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0, world=world)
+    assert summary.result == "ok" and summary.stored == 8
+    traces = all_traces(sessions)
+    logged = sum(1 for t in traces for e in t.tool_log if e.tool == "ask_user")
+    judged = [
+        c.evidence_as(ShopperEvidence) for t in traces if (c := t.judgment.check("shopper")) is not None
+    ]
+    broken = [t for t in traces if t.episode.miner_hotkey == net.hotkey("miner2")]
+    assert all(
+        t.judgment.end == "miner_error" and any(e.tool == "ask_user" for e in t.tool_log) for t in broken
+    )
+    assert len(judged) == 4 and logged > sum(j.asked for j in judged)  # the log holds unjudged questions
+    count, total = _histogram("arena_shopper_questions_per_episode")
+    # One observation per episode the judge counted questions in (its shopper check), of that count.
+    assert (count - before[0], total - before[1]) == (len(judged), sum(j.asked for j in judged))
