@@ -59,7 +59,7 @@ WORLD_INFO = Gauge(
 )
 SHOPPER_QUESTIONS = Histogram(
     "arena_shopper_questions_per_episode",
-    "ask_user calls per world episode, counted in the validator's tool log.",
+    "Shopper questions per episode judged with a shopper profile, as the judge counted them.",
     buckets=(0, 1, 2, 3, 5, 8, 13),
 )
 

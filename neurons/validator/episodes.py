@@ -229,9 +229,6 @@ class Episodes:
             world_id=self.world.world_id if self.world is not None else None,
             pack_hash=self.world.pack_hash if self.world is not None else None,
         )
-        if self.world is not None:
-            # Counted in our own tool log, the one record a miner cannot shape.
-            metrics.SHOPPER_QUESTIONS.observe(sum(1 for entry in log if entry.tool == "ask_user"))
         credited = False
         try:
             judgment = await self._store(record, reply.trajectory, log, judgment, task)
