@@ -2,13 +2,14 @@
 
 It speaks judging's :class:`~judging.context.Completer` protocol (``OpenAICompleter`` on vLLM, the
 embedded local model, or a stand-in in tests). The model is shown what the agent knows at the
-step (the user's request, the call it is about to make, and a grounded statement of the facts
-it may cite, which the deterministic writer composes from the same fact table) and asked for
-the reasoning in its own words. Nothing it writes is trusted: the conversion verifies every
-rationale with the same code as the template writer's (:mod:`storage.conversion.verify`) and
-asks again with the refusals named. After ``tries`` refused answers (or a transport error) the
-step is written by the deterministic writer instead, unless ``fallback`` is off: then the
-conversion drops the trace (``ungrounded_rationale``).
+step (the user's request, the shopper's answers so far, the call it is about to make, and a
+grounded statement of the facts it may cite, which the deterministic writer composes from the
+same fact table) and asked for the reasoning in its own words. Nothing it writes is trusted:
+the conversion verifies every rationale with the same code as the template writer's
+(:mod:`storage.conversion.verify`) and asks again with the refusals named. After ``tries``
+refused answers (or a transport error) the step is written by the deterministic writer
+instead, unless ``fallback`` is off: then the conversion drops the trace
+(``ungrounded_rationale``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,10 @@ class TeacherWriter:
     def messages(self, step: Step, problems: Sequence[str]) -> list[dict[str, str]]:
         """The chat the model is asked: the system prompt, then the step's request, call and facts."""
         call = json.dumps({"tool": step.tool, "arguments": step.arguments}, ensure_ascii=False)
-        parts = [f"USER REQUEST: {step.task.query}", f"CALL: {call}", f"FACTS: {compose(step)}"]
+        parts = [f"USER REQUEST: {step.task.query}"]
+        # The shopper's answers so far are the user's words too (ask_user, tool set arena-3).
+        parts += [f"SHOPPER ANSWER to {h.question!r}: {h.answer}" for h in step.facts.answers]
+        parts += [f"CALL: {call}", f"FACTS: {compose(step)}"]
         if problems:
             parts.append("Your previous answer was refused: " + "; ".join(problems) + ". Fix it.")
         return [{"role": "system", "content": TEACHER_PROMPT}, {"role": "user", "content": "\n".join(parts)}]

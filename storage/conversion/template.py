@@ -8,6 +8,12 @@ result will be used for. Every fact comes from the table (the query or a result 
 and every comparison ("within", "outside", "lacks") is computed, never assumed. The task's own
 words (item names, constraint labels and values) make the text differ from task to task; the
 seed makes the phrasing differ where they coincide.
+
+A question to the shopper (``ask_user``) names what the user wants, what the request leaves
+open that the question asks about (the services and attribute topics it states nothing of),
+why ask now (before searching, or to decide between hits already seen), and the question. What
+an answer states joins the request: later steps name it as the shopper's, and a "no
+preference" answer is said to leave the request as it stands.
 """
 
 from __future__ import annotations

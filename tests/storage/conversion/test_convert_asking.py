@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +22,7 @@ from judging.types import ShopperEvidence
 from storage.conversion.convert import Conversion, Converted, Converter, Dropped, convert, convert_judged
 from storage.conversion.facts import FactTable, as_number, digit_tokens, task_facts
 from storage.conversion.step import Step
+from storage.conversion.teacher import TeacherWriter
 from storage.conversion.verify import unsupported
 from storage.records import JudgedTrace
 from tests.storage.conversion.world import ASKING_TOOLSET, asking_traces
@@ -184,6 +185,15 @@ def test_a_penalised_repeat_question_stays_and_an_unpenalised_one_may_go(
     assert pruned.judgment.check("shopper").value == 1.0  # type: ignore[union-attr]
 
 
+class _Silent:
+    """A teacher endpoint stand-in (only its prompt is read here)."""
+
+    model = "stub-teacher"
+
+    async def complete(self, messages: Sequence[Mapping[str, str]]) -> str:
+        return ""
+
+
 def test_a_rationale_may_cite_the_shopper_only_after_the_answer(  # whoever wrote it: one verifier
     overlay: WorldOverlay, asking: list[JudgedTrace]
 ) -> None:
@@ -203,6 +213,12 @@ def test_a_rationale_may_cite_the_shopper_only_after_the_answer(  # whoever wrot
         else:
             assert problems == [], problems
         table.add_result(entry, 0)
+    # The teacher is shown the answer from the step after it on, never before.
+    teacher = TeacherWriter(_Silent())
+    assert said in teacher.messages(step, [])[1]["content"]
+    before = FactTable(facts)
+    before.add_call(asked)
+    assert said not in teacher.messages(Step(0, asked, item, before, seed=0), [])[1]["content"]
     revealed = [c for _, c in table.answers[0].revealed]
     assert revealed and all(c.shopper for c in revealed)
     assert {c.key for c in revealed} <= {c.key for c in table.task.items[0].constraints}
