@@ -88,7 +88,7 @@ def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
     stated = _number(match.group(1) or match.group(2))
     if stated is None:
         return None
-    correct = abs(stated - product.price) <= max(0.01 * product.price, 0.5)
+    correct = price_matches(stated, product.price)
     return Claim(
         product_id=pid,
         kind="price",
@@ -116,6 +116,11 @@ def _attribute_claims(pid: str, segment: str, product: Product) -> list[Claim]:
             Claim(product_id=pid, kind="attribute", key=key, stated=stated, actual=actual, correct=correct)
         )
     return claims
+
+
+def price_matches(stated: float, price: float) -> bool:
+    """Whether a stated price is ``price`` (within a cent in a hundred, or half a unit: rounding)."""
+    return abs(stated - price) <= max(0.01 * price, 0.5)
 
 
 def find_claims(text: str, products: dict[str, Product]) -> list[Claim]:

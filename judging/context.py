@@ -16,7 +16,7 @@ context and call any check, or read a fact::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -30,10 +30,10 @@ from judging.injection import injection_signals
 from judging.reasoning_prompt import build_messages
 from judging.reconcile import Reconciliation, reconcile
 from judging.titles import title_tokens
-from judging.world import answer_version
+from judging.world import ProductLookup, StockLookup, answer_version
 
-# Catalog lookup: ids -> the products that exist (unknown ids absent).
-ProductLookup = Callable[[Sequence[str]], Mapping[str, Product]]
+__all__ = ["Completer", "JudgingContext", "ProductLookup", "StockLookup", "estimate_tokens"]
+
 # Characters per token for the deterministic size estimate (a common rule of thumb for
 # English BPE tokenizers). The estimate only has to be stable, not exact.
 CHARS_PER_TOKEN = 4
@@ -78,6 +78,8 @@ class JudgingContext:
         truth: what the answer is scored against where it differs from ``task``: a world task
             whose world changed during the episode, as it is at the answer's world version
             (``judging.world.judged_at_answer``); None: the task itself.
+        stock: the world's stock levels at the answer (``judging.world.AtAnswer``): a pick out
+            of stock then fails its item; None: stock is not judged (a static catalog).
     """
 
     task: Task
@@ -88,6 +90,7 @@ class JudgingContext:
     completer: Completer | None = None
     profile: ShopperProfile | None = None
     truth: Task | None = None
+    stock: StockLookup | None = None
 
     @cached_property
     def calls(self) -> tuple[ToolCall, ...]:
@@ -104,6 +107,13 @@ class JudgingContext:
         """The catalog products the answer names (unknown ids absent)."""
         ids = self.answer.product_ids
         return self.products(list(ids)) if ids else {}
+
+    @cached_property
+    def out_of_stock(self) -> frozenset[str]:
+        """The answer's products that are out of stock at the answer (empty where stock is not judged)."""
+        if self.stock is None or not self.found:
+            return frozenset()
+        return frozenset(i for i, level in self.stock(list(self.found)).items() if level <= 0)
 
     @cached_property
     def tokens(self) -> int:

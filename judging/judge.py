@@ -40,7 +40,7 @@ from arena.types import EpisodeEnd, Task, ToolLogEntry, Trajectory
 from arena.world.types import ShopperProfile
 from judging.axis import check_axis
 from judging.config import SCORER_VERSION, JudgeConfig
-from judging.context import Completer, JudgingContext, ProductLookup
+from judging.context import Completer, JudgingContext, ProductLookup, StockLookup
 from judging.errors import JudgingError
 from judging.format import check_format
 from judging.grounding import check_grounding
@@ -125,6 +125,7 @@ async def judge(
     executor: Executor | None = None,
     profile: ShopperProfile | None = None,
     truth: Task | None = None,
+    stock: StockLookup | None = None,
 ) -> Judgment:
     """Judge one trajectory against its task, its tool log and the catalog.
 
@@ -143,6 +144,7 @@ async def judge(
         profile: The hidden shopper profile of a world task (tool set arena-3), or None.
         truth: What the answer is scored against where the world changed during the episode
             (``judging.world.judged_at_answer``); None: ``task``.
+        stock: The world's stock lookup at the answer (a pick out of stock fails); None: not judged.
 
     Returns:
         The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
@@ -157,6 +159,7 @@ async def judge(
         completer=completer,
         profile=profile,
         truth=truth,
+        stock=stock,
     )
     if executor is None:
         checks, ask = _rules(ctx)
@@ -186,6 +189,7 @@ def judge_rules(
     config: JudgeConfig,
     profile: ShopperProfile | None = None,
     truth: Task | None = None,
+    stock: StockLookup | None = None,
 ) -> Judgment:
     """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
 
@@ -201,6 +205,7 @@ def judge_rules(
         config=config,
         profile=profile,
         truth=truth,
+        stock=stock,
     )
     checks = rule_checks(ctx)
     checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))

@@ -141,6 +141,7 @@ def score_outcome(
     matcher: TitleMatcher,
     title_threshold: float,
     knowledge_title_threshold: float,
+    out_of_stock: frozenset[str] = frozenset(),
 ) -> OutcomeEvidence:
     """Score an answer's ids against the task's gold items.
 
@@ -151,6 +152,8 @@ def score_outcome(
         matcher: The title matcher.
         title_threshold: Title hit threshold for product, shop and voucher tasks.
         knowledge_title_threshold: Title hit threshold for knowledge tasks.
+        out_of_stock: The answer's ids out of stock in the world at the answer: their positions
+            fail as a whole (``out_of_stock_at_answer``), exact id or not, and leave the basket.
 
     Returns:
         The outcome check's evidence: the success verdict, the partial credit, the components
@@ -168,9 +171,21 @@ def score_outcome(
         if product is None:
             items.append(OutcomeItem(position=position, product_id=pid, found=False, failed=("missing",)))
             continue
+        sums["product"] += 1
+        if pid in out_of_stock:
+            items.append(
+                OutcomeItem(
+                    position=position,
+                    product_id=pid,
+                    found=True,
+                    gt=False,
+                    rule=0.0,
+                    reason="out_of_stock_at_answer",
+                )
+            )
+            continue
         item = score_item(product, gold, matcher=matcher, threshold=title_threshold)
         basket.append(product)
-        sums["product"] += 1
         sums["gt"] += 1.0 if item.gt else 0.0
         sums["rule"] += item.rule
         for f in FIELDS:
@@ -180,7 +195,7 @@ def score_outcome(
                 position=position, product_id=pid, found=True, gt=item.gt, rule=item.rule, failed=item.failed
             )
         )
-    complete = len(basket) == n
+    complete = len(basket) == n  # an out-of-stock pick leaves the basket short
     shops = {p.shop_id for p in basket}
     shop = (1.0 if complete and len(shops) == 1 else 0.0) if task.intent == "shop" else None
     budget = _budget(task, basket, shop_count=len(shops)) if task.intent == "voucher" and complete else None
@@ -213,7 +228,7 @@ def check_outcome(ctx: JudgingContext) -> Check:
     """The ``outcome`` check: the answer scored against the task, valued ``w * success + (1 - w) * partial``.
 
     Against ``ctx.truth`` where it is set (a world that changed during the episode, as it was
-    at the moment of the answer).
+    at the moment of the answer), and with ``ctx.stock`` there: a pick out of stock fails.
 
     ``w`` is ``JudgeConfig.success_weight``; the ``OutcomeEvidence`` carries the components.
     """
@@ -225,6 +240,7 @@ def check_outcome(ctx: JudgingContext) -> Check:
         matcher=config.title_matcher,
         title_threshold=config.title_threshold,
         knowledge_title_threshold=config.knowledge_title_threshold,
+        out_of_stock=ctx.out_of_stock,
     )
     value = config.success_weight * result.success + (1 - config.success_weight) * result.partial
     return Check(
@@ -241,7 +257,10 @@ def _explain(result: OutcomeEvidence, *, answered: bool) -> str:
         return "no readable recommend_product answer"
     if result.success:
         return f"success: every constraint met (rule={s.rule:.3f}, gt={s.gt:.3f})"
-    broken = sorted({f for item in result.items for f in item.failed})
+    broken = sorted(
+        {f for item in result.items for f in item.failed}
+        | {item.reason for item in result.items if item.reason is not None}
+    )
     explanation = (
         f"not every constraint met (rule={s.rule:.3f}); broken: {', '.join(broken) or 'shop/budget'}"
     )

@@ -27,6 +27,7 @@ from judging.vocabulary import (
     REJECTS,
     UNSCORED_CAUSES,
     Axis,
+    ItemReason,
     OutageCause,
     OutcomeScores,
     ProcessStats,
@@ -42,6 +43,7 @@ __all__ = [
     "AXES",
     "Axis",
     "CHECK_NAMES",
+    "ItemReason",
     "OUTAGE_CAUSES",
     "OutageCause",
     "OutcomeScores",
@@ -81,8 +83,9 @@ class OutcomeItem(Sparse):
     gt: bool | None = None  # None (left out) where no product stood at the position
     rule: float | None = None
     failed: tuple[str, ...] = ()
+    reason: ItemReason | None = None  # the position failed as a whole (left out when None)
 
-    omitted_at_default = ("gt", "rule")
+    omitted_at_default = ("gt", "rule", "reason")
 
 
 class OutcomeEvidence(Evidence, Sparse):

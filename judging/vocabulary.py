@@ -26,6 +26,9 @@ Reject = Literal[
     "duplicate_work",  # set by the round, not the format check (``judging.duplicates``)
 ]
 REJECTS: tuple[Reject, ...] = get_args(Reject)
+# Why a gold item's position failed as a whole (not a constraint): the pick was out of stock in
+# the world as it was at the answer (``judging.world``).
+ItemReason = Literal["out_of_stock_at_answer"]
 
 
 class OutcomeScores(Frozen):

@@ -8,7 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -19,6 +19,10 @@ from storage.conversion.lines import UNREADABLE, conversion_line, read_traces
 from storage.conversion.step import RationaleWriter
 from storage.conversion.template import TemplateWriter
 from storage.records import JudgedTrace
+
+if TYPE_CHECKING:
+    from arena.index import SearchIndex
+    from judging.world import WorldLookup
 
 TEACHER_KEY_ENV = "ARENA_TEACHER_API_KEY"
 
@@ -36,6 +40,14 @@ def convert_command(
         str,
         typer.Option("--axes", help="Only traces of these axis labels (comma-separated; empty: all)."),
     ] = "",
+    worlds: Annotated[
+        Path | None,
+        typer.Option(
+            "--worlds",
+            help="World packs the traces ran on: one pack, or a directory of packs (the validator's "
+            "world cache, ~/.arena/validator/worlds). Without it, world traces drop as unknown_world.",
+        ),
+    ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Convert at most this many traces.")] = None,
     no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep every logged call.")] = False,
     teacher_base_url: Annotated[
@@ -80,7 +92,9 @@ def convert_command(
         fail(f"--index: {exc}")
     writer = _writer(teacher_base_url, teacher_model)
     config = ConversionConfig(prune=not no_prune)
-    converter = Converter(index=search_index, writer=writer, config=config)
+    converter = Converter(
+        index=search_index, writer=writer, config=config, worlds=_worlds(worlds, search_index)
+    )
     counts: Counter[str] = Counter()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +113,17 @@ def convert_command(
     for key, n in sorted(counts.items()):
         typer.echo(f"{key:>32}: {n:>7}")
     typer.echo(f"wrote {out}")
+
+
+def _worlds(root: Path | None, index: SearchIndex) -> WorldLookup | None:
+    """The world lookup over ``root`` (None without one); a path that holds no pack fails."""
+    if root is None:
+        return None
+    from judging.world import pack_directories, world_lookup
+
+    if not root.is_dir() or not pack_directories(root):
+        fail(f"--worlds: no world pack at or under {root}")
+    return world_lookup(root, index)
 
 
 def _writer(base_url: str | None, model: str | None) -> RationaleWriter:

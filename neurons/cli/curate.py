@@ -75,6 +75,14 @@ def curate(
             "against it. Default: the validator's, ~/.arena/validator/index, where it exists.",
         ),
     ] = None,
+    worlds: Annotated[
+        Path | None,
+        typer.Option(
+            "--worlds",
+            help="World packs the traces ran on (one pack or a directory of packs); conversion replays "
+            "world traces on them. Default: the validator's world cache, ~/.arena/validator/worlds.",
+        ),
+    ] = None,
     convert_axes: Annotated[
         str,
         typer.Option(
@@ -120,7 +128,7 @@ def curate(
         )
     except CurationError as exc:
         fail(str(exc))
-    converter = None if no_convert or not config.convert_axes else _converter(index)
+    converter = None if no_convert or not config.convert_axes else _converter(index, worlds)
     funnel = _run(db, out, config, formats, converter)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
@@ -139,18 +147,24 @@ def _labels(value: str) -> tuple[str, ...]:
     return tuple(a.strip() for a in value.split(",") if a.strip())
 
 
-def _converter(index: Path | None) -> Converter | None:
-    """The conversion's converter on the given index (a bad one fails), or the validator's default one."""
+def _converter(index: Path | None, worlds: Path | None) -> Converter | None:
+    """The conversion's converter on the given index and worlds (a bad one fails), or the validator's."""
     from arena.index import open_index
+    from judging.world import world_lookup
     from neurons.validator.settings import ValidatorSettings
 
-    path = index or (ValidatorSettings.model_fields["data_dir"].default / "index").expanduser()
+    data = ValidatorSettings.model_fields["data_dir"].default
+    path = index or (data / "index").expanduser()
     if index is None and not path.is_dir():
         return None
+    if worlds is not None and not worlds.is_dir():
+        fail(f"--worlds: no directory {worlds}")
+    packs = worlds or (data / "worlds").expanduser()
     try:
-        return Converter(index=open_index(path))
+        search_index = open_index(path)
     except SearchIndexError as exc:
         fail(f"--index: {exc}")
+    return Converter(index=search_index, worlds=world_lookup(packs, search_index))
 
 
 def _run(

@@ -9,12 +9,16 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from neurons.cli.console import fail, note, progress
 from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
+
+if TYPE_CHECKING:  # the command imports only what it runs (neurons/cli/lazy.py)
+    from arena.index import SearchIndex
+    from judging.world import WorldJudging
 
 JUDGE_API_KEY_ENV = "ARENA_JUDGE_API_KEY"
 
@@ -62,6 +66,31 @@ def print_summary(results: dict[str, Any], as_json: bool, run_dir: Path) -> None
     typer.echo(f"Written to {run_dir}/ (results.json, results.md, samples.jsonl, judgments.jsonl)")
 
 
+def _run_world(pack_dir: Path | None, fingerprint: dict[str, Any], index: SearchIndex) -> WorldJudging | None:
+    """The world a run was judged on (None for a static run); a missing or other pack fails."""
+    from arena.errors import ArenaError
+    from arena.world.pack import load_pack
+    from judging.world import WorldJudging
+
+    wanted = fingerprint.get("pack_hash")
+    if wanted is None:
+        if pack_dir is not None:
+            index.close()
+            fail("--world: this run was not on a world")
+        return None
+    if pack_dir is None:
+        index.close()
+        fail(f"the run was on world pack {wanted[:16]}; pass its directory with --world")
+    try:
+        pack = load_pack(pack_dir)
+        if pack.manifest.pack_hash != wanted:
+            raise ArenaError(f"{pack_dir} is world {pack.manifest.world_id}, not the run's ({wanted[:16]})")
+        return WorldJudging.over(pack, index)
+    except ArenaError as exc:
+        index.close()
+        fail(f"--world: {exc}")
+
+
 def rejudge(
     run_dir: Annotated[Path, typer.Argument(help="A run directory written by arena eval.")],
     judge_url: EvalJudgeUrl = None,
@@ -69,6 +98,10 @@ def rejudge(
     judge_format: EvalJudgeFormat = "none",
     index: Annotated[
         Path | None, typer.Option("--index", help="Search index (default: the one the run used).")
+    ] = None,
+    world: Annotated[
+        Path | None,
+        typer.Option("--world", help="World pack of a run on a world (default: the one the run used)."),
     ] = None,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1024, help="Judgments at once.")
@@ -79,6 +112,7 @@ def rejudge(
     """Judge every stored trajectory of a run again (e.g. with an LLM judge) and rewrite its results.
 
     The stored tool logs are the evidence; nothing is re-run. judgments.jsonl is replaced atomically.
+    A run on a world is judged on its pack (verified against the run's pack hash), as it was judged.
 
     Example: arena eval rejudge eval-runs/Qwen3-4B --judge-url http://127.0.0.1:8001/v1 --judge-model judge
     """
@@ -103,6 +137,7 @@ def rejudge(
     config = JudgeConfig(
         toolset=fingerprint.get("toolset", DEFAULT_TOOLSET), catalog_version=search_index.catalog_version
     )
+    on = _run_world(world or (Path(run["pack"]) if "pack" in run else None), fingerprint, search_index)
     k = int(run.get("k", 1))
     try:
         with counting("judging", len(tasks) * k, 0) as advance:
@@ -115,6 +150,7 @@ def rejudge(
                         index=search_index,
                         completer=completer,
                         config=config,
+                        world=on,
                         concurrency=concurrency,
                         on_sample=advance,
                     ),

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the command imports only what it runs (neurons/cli/lazy.py)
     from arena.tasks import TaskLoadReport
     from arena.types import Task
     from arena.world.types import WorldPack
-    from neurons.evaluation.world import EvalWorld
+    from judging.world import WorldJudging
 
 # The callback's docstring is the group's help (with its example), so no help= here.
 app = typer.Typer(no_args_is_help=True, add_completion=False)
@@ -200,7 +200,7 @@ def evaluate(
         resamples=resamples,
         as_json=as_json,
         db=(db, upgrade_db),
-        pack=pack,
+        pack=(pack, world) if pack is not None and world is not None else None,
     )
 
 
@@ -227,7 +227,7 @@ def _run(
     resamples: int,
     as_json: bool,
     db: tuple[str | None, bool] = (None, False),
-    pack: WorldPack | None = None,
+    pack: tuple[WorldPack, Path] | None = None,
 ) -> None:
     from arena.errors import ArenaError
     from arena.index import open_index
@@ -245,18 +245,18 @@ def _run(
         search_index = open_index(index_dir)
     except ArenaError as exc:
         fail(str(exc))
-    world: EvalWorld | None = None
+    world: WorldJudging | None = None
     index: ProductIndex = search_index
     if pack is not None:
         from neurons.evaluation.world import eval_world
 
         try:
-            world = eval_world(pack, search_index)
+            world = eval_world(pack[0], search_index)
         except ArenaError as exc:
             search_index.close()
             fail(str(exc))
         index = world.overlay
-        note(f"on world {world.world_id} ({len(pack.delta.changes)} changes during an episode)")
+        note(f"on world {world.world_id} ({len(world.pack.delta.changes)} changes during an episode)")
     try:
         prepare_run_dir(
             run_dir,
@@ -264,6 +264,7 @@ def _run(
             index_dir=index_dir,
             catalog_version=search_index.catalog_version,
             tasks=selection.tasks,
+            pack=(world.pack_hash, pack[1]) if world is not None and pack is not None else None,
         )
         ids = {task.task_id for task in selection.tasks}
         done = sum(
@@ -298,7 +299,7 @@ def _run(
             resamples=resamples,
             run=settings_summary(settings)
             | {"catalog_version": search_index.catalog_version, "index": str(index_dir)}
-            | ({"world_id": world.world_id, "pack_hash": world.pack.manifest.pack_hash} if world else {}),
+            | ({"world_id": world.world_id, "pack_hash": world.pack_hash} if world else {}),
             selection=selection.summary(),
         )
     except RunMismatch as exc:

@@ -15,11 +15,15 @@ from arena.index import SearchIndex, open_index
 from arena.shoppingbench import task_from_row
 from arena.tools import DEFAULT_TOOLSET, ToolContext
 from arena.types import Intent, Task, ToolLogEntry, Trajectory
+from arena.world.pack import load_pack
+from arena.world.shopper import ShopperSession
+from arena.world.types import WorldPack
 from judging.convert import load_trajectory
 from judging.judge import JudgeConfig, judge, judgment_summary
 from judging.reasoning import OpenAICompleter
 from judging.replay import replay_log
 from judging.types import Judgment
+from judging.world import AtAnswer, WorldJudging
 from neurons.cli.console import fail, warn
 from neurons.errors import NeuronError
 
@@ -84,14 +88,44 @@ def load_log(path: Path) -> list[ToolLogEntry]:
     return [ToolLogEntry.model_validate(row) for row in rows]
 
 
+def pack_task(pack: WorldPack, task_id: str | None) -> Task:
+    """The pack's task the trajectory names (the pack's only task where it names none)."""
+    tasks = {world_task.task.task_id: world_task.task for world_task in pack.tasks}
+    if task_id in tasks:
+        return tasks[task_id]
+    if task_id is None and len(tasks) == 1:
+        return next(iter(tasks.values()))
+    raise UnusableInput(f"world {pack.manifest.world_id} holds no task {task_id!r} (pass --task)")
+
+
+def _context(index: SearchIndex, world: WorldJudging | None, task: Task, toolset: str) -> ToolContext:
+    """Where a replay runs: the index, or the world over it with the task's shopper where it can ask."""
+    if world is None:
+        return ToolContext(index=index, toolset=toolset)
+    profile = world.profile(task.task_id, toolset)
+    shopper = ShopperSession(profile) if profile is not None else None
+    return ToolContext(index=world.overlay, toolset=toolset, shopper=shopper)
+
+
 def judge_command(
     index: Annotated[Path, typer.Option("--index", help="Search index directory (arena catalog build).")],
-    task: Annotated[
-        Path, typer.Option("--task", help="Our task JSON, a ShoppingBench row, or JSONL of either.")
-    ],
     trajectory: Annotated[
         Path, typer.Option("--trajectory", help="arena.trajectory/1 JSON or an ORO step list.")
     ],
+    task: Annotated[
+        Path | None,
+        typer.Option(
+            "--task", help="Our task JSON, a ShoppingBench row, or JSONL of either (default: the pack's)."
+        ),
+    ] = None,
+    world: Annotated[
+        Path | None,
+        typer.Option(
+            "--world",
+            help="The world pack the episode ran on: tools over its overlay, the answer judged at its "
+            "world version, ask_user answered by the task's shopper (arena-3), as the validator judged it.",
+        ),
+    ] = None,
     tool_log: Annotated[
         Path | None, typer.Option("--tool-log", help="Tool-server log (JSON list or JSONL).")
     ] = None,
@@ -111,8 +145,8 @@ def judge_command(
 ) -> None:
     """Judge one trajectory offline and print the verdict as one JSON object.
 
-    Without --tool-log every tool call is replayed against the index and the replay is the
-    log. Exit 0 when judged (whatever the verdict), 2 on unusable input.
+    Without --tool-log every tool call is replayed against the index (the world, with --world)
+    and the replay is the log. Exit 0 when judged (whatever the verdict), 2 on unusable input.
 
     Example: arena judge --index data/index --task task.json --trajectory traj.json
     """
@@ -125,7 +159,13 @@ def judge_command(
         if len(raw_trajectory) != 1:
             raise UnusableInput(f"{trajectory} must hold one trajectory")
         wanted = raw_trajectory[0].get("task_id") if isinstance(raw_trajectory[0], dict) else None
-        the_task = load_task(task, intent=intent, wanted_id=wanted)  # type: ignore[arg-type]
+        pack = load_pack(world) if world is not None else None
+        if task is not None:
+            the_task = load_task(task, intent=intent, wanted_id=wanted)  # type: ignore[arg-type]
+        elif pack is not None:
+            the_task = pack_task(pack, wanted)
+        else:
+            raise UnusableInput("pass --task, or --world to judge one of the pack's tasks")
         the_trajectory: Trajectory = load_trajectory(
             raw_trajectory[0], task_id=the_task.task_id, query=the_task.query
         )
@@ -133,20 +173,26 @@ def judge_command(
         search_index = open_index(index, warm=log is None)  # a given log: no search, no stemmer
     except (UnusableInput, ValueError, ValidationError, ArenaError) as exc:
         fail(str(exc))
+    try:
+        on = WorldJudging.over(pack, search_index) if pack is not None else None
+    except ArenaError as exc:
+        search_index.close()
+        fail(str(exc))
     warnings: list[str] = []
     if the_trajectory.task_id and the_trajectory.task_id != the_task.task_id:
         warnings.append(f"trajectory names task {the_trajectory.task_id}; judged against {the_task.task_id}")
         warn(warnings[-1])
     try:
         if log is None:
-            log = replay_log(the_trajectory, ToolContext(index=search_index, toolset=toolset))
+            log = replay_log(the_trajectory, _context(search_index, on, the_task, toolset))
         config = JudgeConfig(toolset=toolset, catalog_version=search_index.catalog_version)
         completer = (
             OpenAICompleter(judge_url, judge_model, response_format=judge_format)  # type: ignore[arg-type]
             if judge_url
             else None
         )
-        judgment = asyncio.run(_judge(the_task, the_trajectory, log, search_index, config, completer))
+        at = on.against(the_task, log, toolset) if on is not None else AtAnswer(None, search_index.products)
+        judgment = asyncio.run(_judge(the_task, the_trajectory, log, at, config, completer))
     finally:
         search_index.close()
     output = judgment.model_dump(mode="json") if full else judgment_summary(judgment, warnings=warnings)
@@ -157,13 +203,21 @@ async def _judge(
     task: Task,
     trajectory: Trajectory,
     log: list[ToolLogEntry],
-    index: SearchIndex,
+    at: AtAnswer,
     config: JudgeConfig,
     completer: OpenAICompleter | None,
 ) -> Judgment:
     try:
         return await judge(
-            task, trajectory, log=log, products=index.products, completer=completer, config=config
+            task,
+            trajectory,
+            log=log,
+            products=at.products,
+            truth=at.truth,
+            stock=at.stock,
+            profile=at.profile,
+            completer=completer,
+            config=config,
         )
     finally:
         if completer is not None:

@@ -12,6 +12,7 @@ from arena.tasks import load_tasks
 from arena.types import Task
 from judging.judge import JudgeConfig
 from judging.reasoning import Completer
+from judging.world import WorldJudging
 from neurons.evaluation.records import (
     JUDGMENTS_FILE,
     RESULTS_FILE,
@@ -73,13 +74,15 @@ async def rejudge_run(
     index: SearchIndex,
     completer: Completer | None,
     config: JudgeConfig,
+    world: WorldJudging | None = None,
     concurrency: int = 4,
     on_sample: Callable[[], None] | None = None,
 ) -> int:
     """Judge every stored sample of ``tasks`` again from its trajectory and tool log; replace judgments.jsonl.
 
     The new judgments are written in one atomic replace, so an interrupted re-judge leaves the
-    old ones in place. Returns the number of samples judged.
+    old ones in place. On a world (``world``), each sample is judged as the run judged it: at its
+    answer's world version, with its task's shopper. Returns the number of samples judged.
     """
     by_id = {task.task_id: task for task in tasks}
     records = [r for r in read_records(run_dir / SAMPLES_FILE, SampleRecord).values() if r.task_id in by_id]
@@ -88,7 +91,7 @@ async def rejudge_run(
     async def one(record: SampleRecord) -> JudgmentRecord:
         async with gate:
             judgment = await judge_sample(
-                by_id[record.task_id], record, index=index, completer=completer, config=config
+                by_id[record.task_id], record, index=index, completer=completer, config=config, world=world
             )
         if on_sample is not None:
             on_sample()

@@ -23,9 +23,11 @@ from arena.errors import EpisodeError
 from arena.index_types import ProductIndex
 from arena.tools import ToolContext, tool_schemas
 from arena.types import EpisodeEnd, Task, ToolResult
+from arena.world.shopper import ShopperSession
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.reasoning import Completer
 from judging.types import Judgment
+from judging.world import WorldJudging
 from neurons.errors import NeuronError
 from neurons.evaluation.records import (
     JUDGMENTS_FILE,
@@ -39,7 +41,6 @@ from neurons.evaluation.records import (
     read_records,
 )
 from neurons.evaluation.settings import EvalSettings, sample_seed
-from neurons.evaluation.world import EvalWorld
 from neurons.miner.agents.contract import Agent, AgentError, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.llm import LLMAgent, make_llm_agent
 from neurons.miner.agents.loading import load_agent
@@ -117,6 +118,7 @@ class _Env:
     agents: SampleAgents
     completer: Completer | None
     judge_config: JudgeConfig
+    world: WorldJudging | None = None
     log: InMemoryToolLog = field(default_factory=InMemoryToolLog)
     registry: EpisodeRegistry = field(init=False)
     ctx: ToolContext = field(init=False)
@@ -150,7 +152,13 @@ async def _run_agent(
 async def run_sample(env: _Env, task: Task, sample: int) -> SampleRecord:
     """Run one sample of one task and return its record (never raises for agent or model faults)."""
     seed = sample_seed(env.settings.seed, task.task_id, sample)
-    episode_id, token = env.registry.open_episode(task.task_id, EVAL_HOTKEY, env.budgets)
+    profile = env.world.profile(task.task_id, env.settings.toolset) if env.world is not None else None
+    episode_id, token = env.registry.open_episode(
+        task.task_id,
+        EVAL_HOTKEY,
+        env.budgets,
+        shopper=ShopperSession(profile) if profile is not None else None,
+    )
     request = AgentRequest(
         task_id=task.task_id,
         episode_id=episode_id,
@@ -192,26 +200,38 @@ async def judge_sample(
     index: ProductIndex,
     completer: Completer | None,
     config: JudgeConfig,
-    world: EvalWorld | None = None,
+    world: WorldJudging | None = None,
 ) -> Judgment:
     """Judge one sample with the validator's judge and the sample's own tool log.
 
-    On a world (``world``), the answer is judged against the world at its version.
+    On a world (``world``), the answer is judged against the world at its version, and a task
+    with a hidden shopper (tool set arena-3) with its profile (``judging.world.WorldJudging``).
     """
     if record.trajectory is None:
         end = cast(EpisodeEnd, record.end if record.end != "completed" else "miner_error")
         return judge_unanswered(
             task, episode_id=record.episode_id, miner_hotkey=EVAL_HOTKEY, end=end, config=config
         )
-    truth, products = world.judged_against(task, record.log) if world is not None else (None, index.products)
+    if world is None:
+        return await judge(
+            task,
+            record.trajectory,
+            log=record.log,
+            products=index.products,
+            completer=completer,
+            config=config,
+        )
+    at = world.against(task, record.log, config.toolset)
     return await judge(
         task,
         record.trajectory,
         log=record.log,
-        products=products,
+        products=at.products,
         completer=completer,
         config=config,
-        truth=truth,
+        truth=at.truth,
+        stock=at.stock,
+        profile=at.profile,
     )
 
 
@@ -253,7 +273,7 @@ async def run_evaluation(
     settings: EvalSettings,
     completer: Completer | None,
     on_sample: Callable[[], None] | None = None,
-    world: EvalWorld | None = None,
+    world: WorldJudging | None = None,
 ) -> RunCounts:
     """Run every missing sample of ``tasks`` (k each), judge it, and append both records.
 
@@ -283,7 +303,7 @@ async def run_evaluation(
     stored = read_records(run_dir / SAMPLES_FILE, SampleRecord) if unjudged else {}
     judge_config = JudgeConfig(toolset=settings.toolset, catalog_version=index.catalog_version)
     agents = SampleAgents(settings)
-    env = _Env(settings, index, agents, completer, judge_config)
+    env = _Env(settings, index, agents, completer, judge_config, world)
     watchdog = (
         _Watchdog(threshold=min(len(todo), max(3, settings.concurrency))) if settings.agent == "llm" else None
     )

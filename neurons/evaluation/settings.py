@@ -76,13 +76,17 @@ def prepare_run_dir(
     index_dir: Path,
     catalog_version: str | None,
     tasks: Sequence[Task],
+    pack: tuple[str, Path] | None = None,
 ) -> None:
     """Create or check the run directory, and write the run's settings and its selected tasks.
+
+    ``pack`` (a run on a world: its pack hash and directory) enters the fingerprint, so a run
+    directory is never resumed on another world, and ``run.json`` says where the pack is.
 
     Raises:
         RunMismatch: ``run.json`` exists with another fingerprint.
     """
-    fingerprint = settings.fingerprint(catalog_version)
+    fingerprint = settings.fingerprint(catalog_version) | ({"pack_hash": pack[0]} if pack else {})
     existing = read_json(run_dir / RUN_FILE)
     if existing is not None:
         old = existing.get("fingerprint", {})
@@ -96,6 +100,7 @@ def prepare_run_dir(
         "format": RUN_FORMAT,
         "fingerprint": fingerprint,
         "index": str(index_dir.resolve()),
+        **({"pack": str(pack[1].resolve())} if pack else {}),
         "model_url": settings.model_url,
         "k": max(settings.k, int(existing.get("k", 0)) if existing else 0),
         "created": existing.get("created")

@@ -26,6 +26,7 @@ from arena.errors import SearchIndexError
 from arena.index import SearchIndex, open_index
 from judging.judge import JudgeConfig
 from judging.reasoning import OpenAICompleter
+from judging.world import world_lookup
 from neurons import metrics
 from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.client import BittensorChain, open_neuron_chain
@@ -52,7 +53,7 @@ from neurons.validator.startup import (
 )
 from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
-from neurons.validator.worlds import RoundWorld, cached_worlds, round_world
+from neurons.validator.worlds import RoundWorld, round_world
 from storage import repository
 from storage.conversion.convert import Converter
 from storage.db import in_session, make_sessionmaker
@@ -87,7 +88,7 @@ def _converter(settings: ValidatorSettings) -> Converter | None:
     """The export's converter on the validator's index, or None (logged) where it cannot be opened."""
     try:
         index = open_index(settings.index_path())
-        return Converter(index=index, worlds=cached_worlds(settings.world_cache_path(), index))
+        return Converter(index=index, worlds=world_lookup(settings.world_cache_path(), index))
     except SearchIndexError as exc:
         logger.warning("curation_conversion_off reason=%s", exc)
         return None

@@ -282,18 +282,19 @@ class Episodes:
                 config=deps.judge_config,
             )
         else:
-            truth, products = self.world.at_answer(task, log) if self.world else (None, self.products)
+            at = self.world.at_answer(task, log) if self.world is not None else None
             async with self.judge_slots:
                 judgment = await judge(
                     task,
                     reply.trajectory,
                     log=log,
-                    products=products,
-                    truth=truth,
+                    products=at.products if at is not None else self.products,
+                    truth=at.truth if at is not None else None,
+                    stock=at.stock if at is not None else None,
+                    profile=at.profile if at is not None else None,
                     completer=deps.completer,
                     config=deps.judge_config,
                     executor=deps.judge_executor,
-                    profile=self._profile(task),
                 )
         metrics.JUDGE_DURATION.observe(time.monotonic() - started)
         return judgment

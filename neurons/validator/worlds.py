@@ -14,23 +14,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
 from arena.errors import WorldError
 from arena.index import SearchIndex
-from arena.tools import ToolContext, find_tool
+from arena.tools import ToolContext
 from arena.types import Task, ToolLogEntry
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
-from arena.world.pack import load_manifest, load_pack, save_pack
+from arena.world.pack import load_pack, save_pack
 from arena.world.seed import WorldRound, base_hash, round_seed, world_round_at, world_seed
 from arena.world.types import ShopperProfile, WorldPack, WorldSpec
-from judging.context import ProductLookup
-from judging.world import judged_at_answer
+from judging.world import AtAnswer, WorldJudging
 from neurons import metrics
 from neurons.validator.settings import WorldConfig
 
@@ -49,45 +47,41 @@ class BlockHashes(Protocol):
 
 @dataclass(frozen=True)
 class RoundWorld:
-    """The world a round runs on: where its seed came from, the pack, and the tools over its overlay."""
+    """The world a round runs on: where its seed came from, the pack over the base, and its tools."""
 
     at: WorldRound
     block_hash: str
-    pack: WorldPack
-    overlay: WorldOverlay
+    world: WorldJudging
     context: ToolContext
     source: PackSource
 
     @property
+    def pack(self) -> WorldPack:
+        """The round's world pack."""
+        return self.world.pack
+
+    @property
+    def overlay(self) -> WorldOverlay:
+        """The pack's delta over the base index: what the round's tools answer from."""
+        return self.world.overlay
+
+    @property
     def world_id(self) -> str:
         """The pack's world id (``w-`` and 16 hex characters of the pack hash)."""
-        return self.pack.manifest.world_id
+        return self.world.world_id
 
     @property
     def pack_hash(self) -> str:
         """The pack hash: covers the seed, the base, the spec and every part."""
-        return self.pack.manifest.pack_hash
+        return self.world.pack_hash
 
-    def at_answer(self, task: Task, log: Sequence[ToolLogEntry]) -> tuple[Task | None, ProductLookup]:
-        """The truth and the products an episode's answer is judged against, at the answer's version.
-
-        A world may change a price during an episode (``arena.world.changes``): the answer is
-        judged against the world as it was when the answer was given (``judged_at_answer``).
-        """
-        world_task = next((wt for wt in self.pack.tasks if wt.task.task_id == task.task_id), None)
-        if world_task is None:
-            return None, self.overlay.products
-        return judged_at_answer(world_task, self.overlay, log)
+    def at_answer(self, task: Task, log: Sequence[ToolLogEntry]) -> AtAnswer:
+        """What an episode's answer is judged against (``judging.world.WorldJudging.against``)."""
+        return self.world.against(task, log, self.context.toolset)
 
     def shopper_profile(self, task_id: str) -> ShopperProfile | None:
-        """The hidden shopper of one of the world's tasks, where the tool set lets agents ask.
-
-        None for a task the pack does not hold, and under a tool set without ``ask_user``: an
-        agent that cannot ask is never scored on questions it could not put.
-        """
-        if find_tool("ask_user", self.context.toolset) is None:
-            return None
-        return next((wt.profile for wt in self.pack.tasks if wt.task.task_id == task_id), None)
+        """The hidden shopper of one of the world's tasks, where the round's tool set lets agents ask."""
+        return self.world.profile(task_id, self.context.toolset)
 
 
 def pack_directory(cache: Path, seed: bytes, base: str) -> Path:
@@ -119,40 +113,6 @@ def load_or_compile(index: SearchIndex, seed: bytes, cache: Path) -> tuple[World
     pack = compile_world(seed, index, spec)
     save_pack(pack, directory)
     return pack, "compiled"
-
-
-CACHED_OVERLAYS = 32  # worlds the export's converter keeps open (memory bounded by each delta)
-
-
-def cached_worlds(cache: Path, index: SearchIndex) -> Callable[[str], WorldOverlay | None]:
-    """Find a cached pack over ``index`` by pack hash (verified as it loads) and return its overlay.
-
-    For the export's converter: a world episode is replayed on the world it ran on. A pack that
-    is not in the cache, or fails verification, gives None (its traces drop as ``unknown_world``).
-    """
-    identity = base_hash(index)
-    opened: OrderedDict[str, WorldOverlay] = OrderedDict()
-
-    def lookup(pack_hash: str) -> WorldOverlay | None:
-        if pack_hash in opened:
-            opened.move_to_end(pack_hash)
-            return opened[pack_hash]
-        for directory in sorted(cache.glob("*/manifest.json")):
-            try:
-                manifest = load_manifest(directory.parent)
-                if manifest.pack_hash != pack_hash or manifest.base_hash != identity:
-                    continue
-                pack = load_pack(directory.parent)
-            except WorldError as exc:
-                logger.warning("world_cache_refused dir=%s error=%s", directory.parent, exc)
-                continue
-            opened[pack_hash] = WorldOverlay(index, pack.delta)
-            while len(opened) > CACHED_OVERLAYS:
-                opened.popitem(last=False)
-            return opened[pack_hash]
-        return None
-
-    return lookup
 
 
 async def round_world(
@@ -189,8 +149,8 @@ async def round_world(
     started = time.monotonic()
     pack, source = await asyncio.to_thread(load_or_compile, index, seed, cache)
     seconds = time.monotonic() - started
-    overlay = WorldOverlay(index, pack.delta)
-    world = RoundWorld(at, block_hash, pack, overlay, ToolContext(overlay, toolset), source)
+    judging = WorldJudging.over(pack, index)
+    world = RoundWorld(at, block_hash, judging, ToolContext(judging.overlay, toolset), source)
     metrics.WORLD_COMPILE_DURATION.labels(source).observe(seconds)
     metrics.WORLD_START_BLOCK.set(at.start_block)
     metrics.WORLD_INFO.clear()  # one series: the world served now

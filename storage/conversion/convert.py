@@ -18,11 +18,12 @@ the same chat schema, its tool log, its re-judged Judgment, its provenance) or a
    the drop reason. If pruning is what made it fail, the unpruned trace is tried once more.
 
 A world episode (its record names a pack hash) is replayed and re-judged on that world: the
-converter's ``worlds`` gives the world's overlay over the index; a world it does not know is
-the drop ``unknown_world``, never a replay against the base catalog's other prices. A trace
-judged with a shopper profile (arena-3's ``ask_user``) is replayed and re-judged with that
-profile (``profile``); without it the shopper check cannot be repeated, and the trace drops as
-``unknown_world`` too.
+converter's ``worlds`` finds the pack applied over the index (``judging.world.WorldJudging``);
+a world it does not know is the drop ``unknown_world``, never a replay against the base
+catalog's other prices. The re-judgment is the validator's: at the answer's world version
+(its truth, prices and stock), and with the task's shopper profile where the tool set offers
+``ask_user`` (the questions replay against it). A trace judged with a shopper check whose
+profile the pack does not hold cannot be re-judged, and drops as ``unknown_world`` too.
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ from arena.types import (
 )
 from arena.world.types import ShopperProfile
 from judging.axis import A_SHARE
-from judging.context import ProductLookup
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import Judgment
+from judging.world import AtAnswer, WorldJudging, WorldLookup
 from storage.conversion.facts import TaskFacts, task_facts
 from storage.conversion.pruning import (
     Pruned,
@@ -165,16 +166,14 @@ Conversion = Converted | Dropped
 class Converter:
     """What a conversion run needs: the search index the traces were judged on, a writer, the settings.
 
-    ``worlds`` finds a world pack's overlay over ``index`` by pack hash (None: no world known);
-    ``profiles`` a world task's hidden shopper profile by (pack hash, task id), for the traces
-    judged with one (None: not known; such a trace drops as ``unknown_world``).
+    ``worlds`` finds a world pack applied over ``index`` by pack hash (``judging.world.world_lookup``;
+    None: no world known, and world traces drop as ``unknown_world``).
     """
 
     index: SearchIndex
     writer: RationaleWriter = field(default_factory=TemplateWriter)
     config: ConversionConfig = field(default_factory=ConversionConfig)
-    worlds: Callable[[str], ProductIndex | None] | None = None
-    profiles: Callable[[str, str], ShopperProfile | None] | None = None
+    worlds: WorldLookup | None = None
 
 
 def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:
@@ -224,18 +223,17 @@ async def _attempt(
     facts: TaskFacts,
     seed: str,
     converter: Converter,
-    products: ProductLookup,
+    against: AtAnswer,
     judge_config: JudgeConfig,
-    profile: ShopperProfile | None,
 ) -> tuple[Trajectory, Judgment, int] | Dropped:
     """Write every step and re-judge; rewrite the steps the classifier reads as narrated, and judge again."""
     attempts = converter.config.attempts
-    writing = TraceWriter(task, trajectory, kept, facts, seed, converter.writer, products, attempts)
+    writing = TraceWriter(task, trajectory, kept, facts, seed, converter.writer, against.products, attempts)
     failure = await writing.write(set(), 0)
     if failure:
         return Dropped("ungrounded_rationale", failure)
     built = writing.trajectory()
-    judgment = judge_rules(task, built, log=kept, products=products, config=judge_config, profile=profile)
+    judgment = _rejudge(task, built, kept, against, judge_config)
     for rewrite_pass in range(1, attempts):
         axis = judgment.check("axis")
         redo = (
@@ -249,8 +247,32 @@ async def _attempt(
         if failure:
             return Dropped("ungrounded_rationale", failure)
         built = writing.trajectory()
-        judgment = judge_rules(task, built, log=kept, products=products, config=judge_config, profile=profile)
+        judgment = _rejudge(task, built, kept, against, judge_config)
     return built, judgment, writing.rewrites
+
+
+def _against(
+    task: Task, kept: Sequence[ToolLogEntry], toolset: str, index: ProductIndex, world: WorldJudging | None
+) -> AtAnswer:
+    """What the converted trace is re-judged against: the world at its answer, or the static index."""
+    at = world.against(task, kept, toolset) if world is not None else AtAnswer(None, index.products)
+    return replace(at, products=memoised(at.products))
+
+
+def _rejudge(
+    task: Task, built: Trajectory, kept: Sequence[ToolLogEntry], against: AtAnswer, config: JudgeConfig
+) -> Judgment:
+    """The rule checks on the converted trace, against what the validator judged the source with."""
+    return judge_rules(
+        task,
+        built,
+        log=kept,
+        products=against.products,
+        truth=against.truth,
+        stock=against.stock,
+        profile=against.profile,
+        config=config,
+    )
 
 
 def _explain(judgment: Judgment, problem: str) -> str:
@@ -284,8 +306,7 @@ async def convert(
     source: Judgment,
     *,
     converter: Converter,
-    world: ProductIndex | None = None,
-    profile: ShopperProfile | None = None,
+    world: WorldJudging | None = None,
 ) -> Conversion:
     """Convert one judged trace (the module docstring has the steps); never raises for bad input.
 
@@ -295,27 +316,28 @@ async def convert(
         log: the validator's tool log of the episode.
         source: the trace's Judgment (outcome and success must survive conversion).
         converter: the index, the writer and the settings.
-        world: the world the trace ran on (its overlay over the converter's index); None: static.
-        profile: the task's hidden shopper profile, where the trace was judged with one (its
-            questions are replayed against it and the shopper check re-judged with it).
+        world: the world the trace ran on (its pack over the converter's index); None: static.
+            Replayed on it and re-judged at the answer's version, with the task's shopper
+            profile where the tool set offers ``ask_user``.
     """
     config = converter.config
-    index: ProductIndex = world if world is not None else converter.index
+    index: ProductIndex = world.overlay if world is not None else converter.index
     refused = _inputs(task, trajectory, log, source, index)
     if refused is not None or task is None or trajectory is None:
         return refused or Dropped("no_trajectory")
+    toolset = source.versions.toolset or DEFAULT_TOOLSET
+    profile = world.profile(task.task_id, toolset) if world is not None else None
     if profile is None and source.check("shopper") is not None:
         return Dropped("unknown_world", f"no shopper profile for task {task.task_id}")
-    toolset = source.versions.toolset or DEFAULT_TOOLSET
     ctx = ToolContext(index=index, toolset=toolset)
     judge_config = replace(config.judge, toolset=toolset, catalog_version=index.catalog_version)
     seed = source_hash(trajectory, log)
     decided, unpruned = _pruned(log, config, ctx, source, profile)
     facts = task_facts(task)
-    products = memoised(index.products)
     while True:
+        against = _against(task, decided.kept, toolset, index, world)
         attempt = await _attempt(
-            task, trajectory, decided.kept, facts, seed, converter, products, judge_config, profile
+            task, trajectory, decided.kept, facts, seed, converter, against, judge_config
         )
         if isinstance(attempt, Dropped):
             return attempt
@@ -341,25 +363,16 @@ async def convert(
 async def convert_judged(trace: JudgedTrace, converter: Converter) -> Conversion:
     """Convert a stored judged trace (its task, trajectory, tool log and Judgment), on its world if any.
 
-    A world trace gets its world's overlay and, where ``profiles`` knows it, its task's shopper profile.
+    A world trace is converted on its world (``Converter.worlds``), or drops as ``unknown_world``.
     """
-    world: ProductIndex | None = None
-    profile: ShopperProfile | None = None
+    world: WorldJudging | None = None
     pack_hash = trace.episode.pack_hash
     if pack_hash is not None:
         world = converter.worlds(pack_hash) if converter.worlds is not None else None
         if world is None:
             return Dropped("unknown_world", f"{trace.episode.world_id} ({pack_hash})")
-        if converter.profiles is not None:
-            profile = converter.profiles(pack_hash, trace.episode.task_id)
     return await convert(
-        trace.task,
-        trace.trajectory,
-        trace.tool_log,
-        trace.judgment,
-        converter=converter,
-        world=world,
-        profile=profile,
+        trace.task, trace.trajectory, trace.tool_log, trace.judgment, converter=converter, world=world
     )
 
 

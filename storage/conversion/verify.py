@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from judging.claims import BASKET_WORDS, PRICE_PATTERN, WINDOW, find_claims
+from judging.claims import BASKET_WORDS, PRICE_PATTERN, WINDOW, find_claims, price_matches
 from judging.context import ProductLookup
 from judging.types import Judgment
 from storage.conversion.facts import FactTable, as_number, call_ids, digit_tokens, number_key
@@ -156,7 +156,12 @@ def unsupported(text: str, step: Step, products: ProductLookup) -> list[Unsuppor
     if mentioned and (":" in text or "=" in text):  # an attribute statement needs "key: value"
         for claim in find_claims(text, dict(products(mentioned))):
             seen = facts.products[claim.product_id]
-            if claim.kind == "price" and (not claim.correct or seen.price is None):
+            # A price is held against the result that showed it (a world may have changed it
+            # since; the judge's grounding reconciles it at that result's version too).
+            stated = as_number(claim.stated) if claim.kind == "price" else None
+            if claim.kind == "price" and (
+                seen.price is None or stated is None or not price_matches(stated, seen.price)
+            ):
                 problems.append(Unsupported("price", f"{claim.product_id} costs {claim.stated}"))
             elif claim.kind == "attribute" and (not claim.correct or not seen.values(claim.key)):
                 problems.append(Unsupported("attribute", f"{claim.product_id} {claim.key}={claim.stated}"))

@@ -56,8 +56,16 @@ def _episode(
 def _judged(
     world: WorldOverlay, task: WorldTask, trajectory: Trajectory, log: list[ToolLogEntry]
 ) -> Judgment:
-    truth, products = judged_at_answer(task, world, log)
-    return judge_rules(task.task, trajectory, log=log, products=products, config=JudgeConfig(), truth=truth)
+    at = judged_at_answer(task, world, log)
+    return judge_rules(
+        task.task,
+        trajectory,
+        log=log,
+        products=at.products,
+        stock=at.stock,
+        config=JudgeConfig(),
+        truth=at.truth,
+    )
 
 
 def _search(world: WorldOverlay, task: WorldTask) -> dict[str, object]:

@@ -15,18 +15,18 @@ from sqlalchemy import select
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.world.compile import compile_world
-from arena.world.overlay import WorldOverlay
 from arena.world.pack import TASKS
 from arena.world.seed import WorldRound, base_hash, round_seed
 from judging.judge import JudgeConfig
 from judging.types import ShopperEvidence
+from judging.world import WorldJudging, world_lookup
 from neurons.chain.wallets import register_wallet
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.process import serve
 from neurons.validator.rounds import run_round
 from neurons.validator.settings import ValidatorSettings, WorldConfig
-from neurons.validator.worlds import RoundWorld, cached_worlds, load_or_compile, pack_directory, round_world
+from neurons.validator.worlds import RoundWorld, load_or_compile, pack_directory, round_world
 from storage import repository
 from storage.db import make_engine, make_sessionmaker
 from storage.models import EpisodeRow, JudgmentRow
@@ -62,9 +62,9 @@ def test_a_pack_is_compiled_once_then_loaded_and_a_corrupt_cache_compiled_again(
     repaired, source = load_or_compile(world_base, seed, tmp_path)
     assert source == "compiled" and repaired == first
     # The export's converter finds the world of a stored episode by its pack hash.
-    lookup = cached_worlds(tmp_path, world_base)
+    lookup = world_lookup(tmp_path, world_base)
     found = lookup(first.manifest.pack_hash)
-    assert found is not None and found.delta == first.delta and lookup(first.manifest.pack_hash) is found
+    assert found is not None and found.pack == first and lookup(first.manifest.pack_hash) is found
     assert lookup("0" * 64) is None
 
 
@@ -198,9 +198,9 @@ async def test_the_shopper_questions_metric_counts_the_judges_questions_not_the_
     net: LocalNet, world_base: SearchIndex, tmp_path: Path
 ) -> None:
     pack = compile_world(b"metric-world", world_base)
-    overlay = WorldOverlay(world_base, pack.delta)
+    judging = WorldJudging.over(pack, world_base)
     at = WorldRound(index=0, start_block=0, seed_block=0)
-    world = RoundWorld(at, HASH, pack, overlay, ToolContext(overlay, "arena-3"), "compiled")
+    world = RoundWorld(at, HASH, judging, ToolContext(judging.overlay, "arena-3"), "compiled")
     sessions = make_sessions(tmp_path)
     config = JudgeConfig(catalog_version=world_base.catalog_version, toolset="arena-3")
     agents = {"miner1": scripted_agent, "miner2": _asks_then_breaks}

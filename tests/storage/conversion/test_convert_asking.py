@@ -6,19 +6,20 @@ import asyncio
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arena.index import SearchIndex
-from arena.index_types import ProductIndex
 from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.types import HeldAttribute, ShopperProfile, WorldPack
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import ShopperEvidence
+from judging.world import WorldJudging
 from storage.conversion.convert import Conversion, Converted, Converter, Dropped, convert, convert_judged
 from storage.conversion.facts import FactTable, as_number, digit_tokens, task_facts
 from storage.conversion.step import Step
@@ -40,8 +41,13 @@ def pack(world_base: SearchIndex) -> WorldPack:
 
 
 @pytest.fixture(scope="module")
-def overlay(world_base: SearchIndex, pack: WorldPack) -> WorldOverlay:
-    return WorldOverlay(world_base, pack.delta)
+def world(world_base: SearchIndex, pack: WorldPack) -> WorldJudging:
+    return WorldJudging.over(pack, world_base)
+
+
+@pytest.fixture(scope="module")
+def overlay(world: WorldJudging) -> WorldOverlay:
+    return world.overlay
 
 
 @pytest.fixture(scope="module")
@@ -50,19 +56,23 @@ def profiles(pack: WorldPack) -> dict[str, ShopperProfile]:
 
 
 @pytest.fixture(scope="module")
-def asking(pack: WorldPack, overlay: WorldOverlay) -> list[JudgedTrace]:
+def asking(world: WorldJudging) -> list[JudgedTrace]:
     """The scripted agent's episodes on arena-3, those that asked the shopper."""
-    world = {"world_id": pack.manifest.world_id, "pack_hash": pack.manifest.pack_hash}
-    traces = asking_traces(list(pack.tasks), overlay, world)
+    traces = asking_traces(world)
     asked = [t for t in traces if any(e.tool == "ask_user" for e in t.tool_log)]
     assert asked, "the scripted agent asks on single-item requests without a budget"
     return asked
 
 
-def _converter(base: SearchIndex, pack: WorldPack, overlay: WorldOverlay) -> Converter:
-    worlds: dict[str, ProductIndex] = {pack.manifest.pack_hash: overlay}
-    profiles = {(pack.manifest.pack_hash, wt.task.task_id): wt.profile for wt in pack.tasks}
-    return Converter(index=base, worlds=worlds.get, profiles=lambda h, t: profiles.get((h, t)))
+def _converter(base: SearchIndex, world: WorldJudging) -> Converter:
+    return Converter(index=base, worlds={world.pack_hash: world}.get)
+
+
+def _with_profile(world: WorldJudging, task_id: str, profile: ShopperProfile) -> WorldJudging:
+    """The world with one task's hidden shopper replaced (or, with ``None`` tasks, none known)."""
+    return replace(
+        world, tasks={**world.tasks, task_id: world.tasks[task_id].model_copy(update={"profile": profile})}
+    )
 
 
 def _run(trace: JudgedTrace, converter: Converter) -> Conversion:
@@ -75,9 +85,9 @@ def _rationales(converted: Converted) -> list[tuple[ToolLogEntry, str]]:
 
 
 def test_traces_with_shopper_questions_convert_and_keep_the_questions_and_the_shopper_score(
-    world_base: SearchIndex, pack: WorldPack, overlay: WorldOverlay, asking: list[JudgedTrace]
+    world_base: SearchIndex, world: WorldJudging, asking: list[JudgedTrace]
 ) -> None:
-    converter = _converter(world_base, pack, overlay)
+    converter = _converter(world_base, world)
     for trace in asking:
         result = _run(trace, converter)
         assert isinstance(result, Converted), result
@@ -98,9 +108,9 @@ def test_traces_with_shopper_questions_convert_and_keep_the_questions_and_the_sh
 
 
 def test_without_the_profile_a_trace_judged_with_one_is_a_typed_drop(
-    world_base: SearchIndex, pack: WorldPack, overlay: WorldOverlay, asking: list[JudgedTrace]
+    world_base: SearchIndex, world: WorldJudging, asking: list[JudgedTrace]
 ) -> None:
-    blind = Converter(index=world_base, worlds={pack.manifest.pack_hash: overlay}.get)
+    blind = _converter(world_base, replace(world, tasks={}))  # a pack that lacks the task
     dropped = _run(asking[0], blind)
     assert isinstance(dropped, Dropped) and dropped.reason == "unknown_world"
     assert "shopper profile" in dropped.detail
@@ -143,6 +153,7 @@ def _rejudged(trace: JudgedTrace, overlay: WorldOverlay, profile: ShopperProfile
 
 def test_a_penalised_repeat_question_stays_and_an_unpenalised_one_may_go(
     world_base: SearchIndex,
+    world: WorldJudging,
     overlay: WorldOverlay,
     asking: list[JudgedTrace],
     profiles: dict[str, ShopperProfile],
@@ -162,8 +173,7 @@ def test_a_penalised_repeat_question_stays_and_an_unpenalised_one_may_go(
                 source.tool_log,
                 source.judgment,
                 converter=converter,
-                world=overlay,
-                profile=with_profile,
+                world=_with_profile(world, source.task.task_id, with_profile),
             )
         )
 
@@ -238,7 +248,7 @@ def _seen(trace: JudgedTrace, upto_seq: int, arguments: Mapping[str, object]) ->
 )
 def test_no_converted_trace_cites_a_fact_absent_from_the_log_shopper_answers_included(
     world_base: SearchIndex,
-    pack: WorldPack,
+    world: WorldJudging,
     overlay: WorldOverlay,
     asking: list[JudgedTrace],
     profiles: dict[str, ShopperProfile],
@@ -252,7 +262,7 @@ def test_no_converted_trace_cites_a_fact_absent_from_the_log_shopper_answers_inc
     trace = trace.model_copy(update={"trajectory": trajectory})
     if twice:
         trace = _rejudged(_asked_twice(trace), overlay, profiles[trace.task.task_id])
-    conversion = _run(trace, _converter(world_base, pack, overlay))
+    conversion = _run(trace, _converter(world_base, world))
     if isinstance(conversion, Dropped):
         assert conversion.reason != "ungrounded_rationale", conversion
         return

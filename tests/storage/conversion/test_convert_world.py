@@ -12,12 +12,12 @@ import pytest
 from sqlalchemy.orm import Session
 
 from arena.index import SearchIndex
-from arena.index_types import ProductIndex
 from arena.tools import canonical_arguments
 from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, result_hash
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.types import WorldPack
+from judging.world import WorldJudging
 from storage import repository
 from storage.conversion.convert import Converted, Converter, Dropped, convert_judged
 from storage.export import curate_and_export
@@ -34,19 +34,22 @@ def pack(world_base: SearchIndex) -> WorldPack:
 
 
 @pytest.fixture(scope="module")
-def overlay(world_base: SearchIndex, pack: WorldPack) -> WorldOverlay:
-    return WorldOverlay(world_base, pack.delta)
+def world(world_base: SearchIndex, pack: WorldPack) -> WorldJudging:
+    return WorldJudging.over(pack, world_base)
 
 
 @pytest.fixture(scope="module")
-def traces(pack: WorldPack, overlay: WorldOverlay) -> list[JudgedTrace]:
-    world = {"world_id": pack.manifest.world_id, "pack_hash": pack.manifest.pack_hash}
-    return world_traces([t.task for t in pack.tasks], overlay, world)
+def overlay(world: WorldJudging) -> WorldOverlay:
+    return world.overlay
 
 
-def _converter(base: SearchIndex, pack: WorldPack, overlay: WorldOverlay) -> Converter:
-    known: dict[str, ProductIndex] = {pack.manifest.pack_hash: overlay}
-    return Converter(index=base, worlds=known.get)
+@pytest.fixture(scope="module")
+def traces(world: WorldJudging) -> list[JudgedTrace]:
+    return world_traces(world)
+
+
+def _converter(base: SearchIndex, world: WorldJudging) -> Converter:
+    return Converter(index=base, worlds={world.pack_hash: world}.get)
 
 
 def _asked(trace: JudgedTrace) -> JudgedTrace:
@@ -82,9 +85,9 @@ def _asked(trace: JudgedTrace) -> JudgedTrace:
 
 
 def test_world_traces_convert_on_their_world_and_an_unknown_world_is_a_typed_drop(
-    world_base: SearchIndex, pack: WorldPack, overlay: WorldOverlay, traces: list[JudgedTrace]
+    world_base: SearchIndex, world: WorldJudging, traces: list[JudgedTrace]
 ) -> None:
-    converter = _converter(world_base, pack, overlay)
+    converter = _converter(world_base, world)
     results = [asyncio.run(convert_judged(t, converter)) for t in traces]
     converted = [r for r in results if isinstance(r, Converted)]
     assert converted, [r for r in results if isinstance(r, Dropped)]
@@ -97,9 +100,9 @@ def test_world_traces_convert_on_their_world_and_an_unknown_world_is_a_typed_dro
 
 
 def test_a_world_trace_with_a_shopper_question_converts_or_drops_but_never_raises(
-    world_base: SearchIndex, pack: WorldPack, overlay: WorldOverlay, traces: list[JudgedTrace]
+    world_base: SearchIndex, world: WorldJudging, traces: list[JudgedTrace]
 ) -> None:
-    converter = _converter(world_base, pack, overlay)
+    converter = _converter(world_base, world)
     for trace in traces:
         result = asyncio.run(convert_judged(_asked(trace), converter))
         assert isinstance(result, Converted | Dropped)
@@ -112,7 +115,7 @@ def test_exports_name_the_world_of_each_row(
     tmp_path: Path,
     world_base: SearchIndex,
     pack: WorldPack,
-    overlay: WorldOverlay,
+    world: WorldJudging,
     traces: list[JudgedTrace],
 ) -> None:
     save_tasks(session, tasks=[t.task for t in traces])
@@ -122,12 +125,12 @@ def test_exports_name_the_world_of_each_row(
         )
     out = tmp_path / "export"
     config = CurationConfig(split_by="none")
-    curate_and_export(session, out, config=config, converter=_converter(world_base, pack, overlay))
-    world = {"world_id": pack.manifest.world_id, "pack_hash": pack.manifest.pack_hash}
+    curate_and_export(session, out, config=config, converter=_converter(world_base, world))
+    named = {"world_id": pack.manifest.world_id, "pack_hash": pack.manifest.pack_hash}
     for name in ("sft", "kto", "grpo"):
         rows = [json.loads(line) for line in (out / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
-        assert rows and all({c: r[c] for c in WORLD_COLUMNS} == world for r in rows), name
+        assert rows and all({c: r[c] for c in WORLD_COLUMNS} == named for r in rows), name
         table = pq.read_table(out / f"{name}.parquet")
         assert set(WORLD_COLUMNS) <= set(table.column_names)
-        assert set(table.column("world_id").to_pylist()) == {world["world_id"]}
+        assert set(table.column("world_id").to_pylist()) == {named["world_id"]}
     assert pack.manifest.world_id in (out / "README.md").read_text(encoding="utf-8")

@@ -17,8 +17,8 @@ from arena.index_types import ProductIndex
 from arena.tools import DEFAULT_TOOLSET, ToolContext, tool_schemas
 from arena.types import Task, ToolLogEntry
 from arena.world.shopper import ShopperSession
-from arena.world.types import ShopperProfile, WorldTask
 from judging.judge import JudgeConfig, judge
+from judging.world import AtAnswer, WorldJudging
 from neurons.miner.agents.contract import AgentRequest
 from neurons.miner.agents.scripted import scripted_agent
 from storage.records import EpisodeRecord, JudgedTrace
@@ -33,11 +33,11 @@ async def _episode(
     task: Task,
     index: ProductIndex,
     number: int,
-    world: dict[str, str] | None = None,
-    profile: ShopperProfile | None = None,
+    world: WorldJudging | None = None,
+    toolset: str = DEFAULT_TOOLSET,
 ) -> JudgedTrace:
-    """One judged scripted episode; with ``profile``, on tool set arena-3 with that shopper to ask."""
-    toolset = ASKING_TOOLSET if profile is not None else DEFAULT_TOOLSET
+    """One judged scripted episode; on a world, judged as the validator judges it (its shopper on arena-3)."""
+    profile = world.profile(task.task_id, toolset) if world is not None else None
     shopper = ShopperSession(profile) if profile is not None else None
     ctx = ToolContext(index=index, toolset=toolset, shopper=shopper)
     episode_id = f"ep-{number:05d}"
@@ -51,14 +51,17 @@ async def _episode(
     output = await scripted_agent(request, call_tool)
     trajectory = output.trajectory(request, HOTKEY)
     config = JudgeConfig(catalog_version=index.catalog_version, toolset=toolset)
+    at = world.against(task, log, toolset) if world is not None else AtAnswer(None, index.products)
     judgment = await judge(
         task,
         trajectory,
         log=log,
-        products=index.products,
+        products=at.products,
+        truth=at.truth,
+        stock=at.stock,
+        profile=at.profile,
         completer=None,
         config=config,
-        profile=profile,
     )
     episode = EpisodeRecord(
         episode_id=episode_id,
@@ -68,7 +71,7 @@ async def _episode(
         started_at=T0 + timedelta(seconds=number),
         finished_at=T0 + timedelta(seconds=number + 1),
         end="completed",
-        **(world or {}),
+        **({"world_id": world.world_id, "pack_hash": world.pack_hash} if world is not None else {}),
     )
     return JudgedTrace(
         seq=number + 1,
@@ -91,19 +94,17 @@ def scripted_traces(index: SearchIndex, n: int, seed: int) -> list[JudgedTrace]:
     return asyncio.run(run())
 
 
-def world_traces(tasks: list[Task], overlay: ProductIndex, world: dict[str, str]) -> list[JudgedTrace]:
-    """One judged scripted episode per world task, its tools and judge on ``overlay``, named by ``world``."""
+def world_traces(world: WorldJudging, toolset: str = DEFAULT_TOOLSET) -> list[JudgedTrace]:
+    """One judged scripted episode per task of ``world``, its tools on the world's overlay."""
 
     async def run() -> list[JudgedTrace]:
-        return [await _episode(task, overlay, i, world) for i, task in enumerate(tasks)]
+        return [
+            await _episode(wt.task, world.overlay, i, world, toolset) for i, wt in enumerate(world.pack.tasks)
+        ]
 
     return asyncio.run(run())
 
 
-def asking_traces(tasks: list[WorldTask], overlay: ProductIndex, world: dict[str, str]) -> list[JudgedTrace]:
+def asking_traces(world: WorldJudging) -> list[JudgedTrace]:
     """One judged scripted episode per world task on arena-3: the agent may ask the task's shopper."""
-
-    async def run() -> list[JudgedTrace]:
-        return [await _episode(wt.task, overlay, i, world, wt.profile) for i, wt in enumerate(tasks)]
-
-    return asyncio.run(run())
+    return world_traces(world, ASKING_TOOLSET)
