@@ -7,8 +7,9 @@ the number of changes with ``after_calls <= s``. Every episode starts at version
 agents see the same world at the same step whatever the other does.
 
 The compiler (:func:`compile_changes`) reprices the cheapest listing of some product tasks
-above their runner-up, so an agent that recommends on the price it saw first is wrong by the
-time it answers; each task the changes reach records its ground truth per version
+above their runner-up and sells out that of others, so an agent that recommends on what it saw
+first is wrong by the time it answers (a sold-out pick fails at the answer, ``judging.world``);
+each task the changes reach records its ground truth per version
 (``WorldTask.revisions``), and :func:`truth_at` is the task as it is judged at a version.
 """
 
@@ -50,10 +51,12 @@ def revisions(world: WorldOverlay, task: WorldTask) -> tuple[GoldRevision, ...] 
 def compile_changes(
     world: WorldOverlay, tasks: Sequence[WorldTask], rng: random.Random, spec: WorldSpec
 ) -> tuple[WorldOverlay, list[WorldTask]]:
-    """Reprice the cheapest fit of up to ``spec.changes`` product tasks mid-episode; revise what they reach.
+    """Reprice or sell out the cheapest fit of some product tasks mid-episode; revise what they reach.
 
-    A chosen task's cheapest fit becomes dearer than its runner-up after a drawn number of
-    calls (``spec.change_after``). Voucher baskets are left alone (their budgets hold). Returns
+    Up to ``spec.changes`` chosen tasks see their cheapest fit become dearer than its runner-up,
+    and up to ``spec.stock_changes`` others see it sell out (stock 0), each after a drawn number
+    of calls (``spec.change_after``); either way an agent that answers on what it saw first is
+    wrong by the time it answers. Voucher baskets are left alone (their budgets hold). Returns
     the world with the changes declared and every task, those the changes reach with their
     revisions.
     """
@@ -71,15 +74,31 @@ def compile_changes(
         price = max(round(runner_up.price * rng.uniform(1.05, 1.3), 2), round(runner_up.price + 0.01, 2))
         after = rng.randint(*spec.change_after)
         change = WorldChange(after_calls=after, product_id=gold.product_id, price=price)
-        trial = sorted([*changes, change], key=lambda c: (c.after_calls, c.product_id))
-        reached = _reached(world.with_changes(trial), tasks)
-        if reached is not None:
-            changes, revised = trial, reached
+        changes, revised = _tried(world, tasks, changes, change, revised)
+    changed = {c.product_id for c in changes}
+    rest = [i for i in range(len(eligible)) if i not in picked and eligible[i][0].product_id not in changed]
+    for number in sorted(rng.sample(rest, min(spec.stock_changes, len(rest)))):
+        after = rng.randint(*spec.change_after)
+        change = WorldChange(after_calls=after, product_id=eligible[number][0].product_id, stock=0)
+        changes, revised = _tried(world, tasks, changes, change, revised)
     revised_tasks = [
         task.model_copy(update={"revisions": revised[i]}) if i in revised else task
         for i, task in enumerate(tasks)
     ]
     return world.with_changes(changes), revised_tasks
+
+
+def _tried(
+    world: WorldOverlay,
+    tasks: Sequence[WorldTask],
+    changes: list[WorldChange],
+    change: WorldChange,
+    revised: dict[int, tuple[GoldRevision, ...]],
+) -> tuple[list[WorldChange], dict[int, tuple[GoldRevision, ...]]]:
+    """The changes with ``change`` and the revisions they give; as they were where a task loses every fit."""
+    trial = sorted([*changes, change], key=lambda c: (c.after_calls, c.product_id))
+    reached = _reached(world.with_changes(trial), tasks)
+    return (trial, reached) if reached is not None else (changes, revised)
 
 
 def _reached(world: WorldOverlay, tasks: Sequence[WorldTask]) -> dict[int, tuple[GoldRevision, ...]] | None:

@@ -26,6 +26,7 @@ class WorldSpec(Frozen):
     voucher_tasks: int = Field(default=2, ge=0)
     held_back: int = Field(default=1, ge=0, le=3)  # constraints per product task the request leaves out
     changes: int = Field(default=2, ge=0)  # product tasks whose cheapest listing reprices mid-episode
+    stock_changes: int = Field(default=1, ge=0)  # product tasks whose cheapest listing sells out mid-episode
     change_after: tuple[int, int] = (2, 4)  # a change happens after this many calls (drawn, inclusive)
     as_of: dt.date = dt.date(2025, 1, 1)  # the world's date: which vouchers are valid
 

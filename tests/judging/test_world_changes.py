@@ -1,4 +1,4 @@
-"""A price change mid-episode: the stale answer fails, the re-checked one succeeds; both grounded right."""
+"""Changes mid-episode (a price, a sell-out): a stale answer fails, a re-checked one succeeds."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from arena.world.overlay import WorldOverlay
 from arena.world.types import WorldSpec, WorldTask
 from judging.config import JudgeConfig
 from judging.judge import judge_rules
-from judging.types import GroundingEvidence, Judgment
+from judging.types import GroundingEvidence, Judgment, OutcomeEvidence
 from judging.world import answer_version, judged_at_answer
 
 
@@ -30,6 +30,19 @@ def changed(world_base: SearchIndex) -> tuple[WorldOverlay, WorldTask]:
     revised, (task,) = compile_changes(
         world, [task], random.Random(0), WorldSpec(changes=1, change_after=(2, 2))
     )
+    return revised, task
+
+
+@pytest.fixture(scope="module")
+def sold_out(world_base: SearchIndex) -> tuple[WorldOverlay, WorldTask]:
+    """A world whose task's cheapest fit sells out after two calls."""
+    pack = compile_world("changes-test", world_base, WorldSpec(changes=0, stock_changes=0))
+    world = WorldOverlay(world_base, pack.delta)
+    task = next(t for t in pack.tasks if t.basis == "cheapest_in_stock" and len(cheapest_fits(world, t)) >= 2)
+    spec = WorldSpec(changes=0, stock_changes=1, change_after=(2, 2))
+    revised, (task,) = compile_changes(world, [task], random.Random(0), spec)
+    (change,) = revised.delta.changes
+    assert change.stock == 0 and change.price is None and change.product_id == task.revisions[0].product_id
     return revised, task
 
 
@@ -167,3 +180,61 @@ def test_a_price_misquoted_against_every_version_is_still_a_misquote(
     grounding = next(c for c in _judged(world, task, trajectory, log).checks if c.name == "grounding")
     (claim,) = grounding.evidence_as(GroundingEvidence).claims
     assert not claim.correct and claim.world_version == 1 and "misquoted" in grounding.explanation
+
+
+def _stock(log: list[ToolLogEntry], seq: int) -> dict[str, int]:
+    return {row["product_id"]: row["stock"] for row in json.loads(log[seq].result) if "stock" in row}
+
+
+def test_an_answer_on_a_listing_sold_out_before_it_fails_as_out_of_stock(
+    sold_out: tuple[WorldOverlay, WorldTask],
+) -> None:
+    world, task = sold_out
+    first = task.revisions[0]
+    stale = first.product_id
+    trajectory, log = _episode(
+        world,
+        task,
+        [
+            ("find_product", _search(world, task), "Searching."),
+            ("view_product_information", {"product_ids": stale}, "Checking the cheapest."),
+            (
+                "recommend_product",
+                {"product_ids": stale},
+                f"{stale} is the cheapest, priced at {first.price:g}.",
+            ),
+        ],
+    )
+    assert [e.world_version for e in log] == [0, 0, 1] and _stock(log, 0).get(stale, 1) > 0
+    at = judged_at_answer(task, world, log)
+    assert at.stock is not None and at.stock([stale]) == {stale: 0}
+    judgment = _judged(world, task, trajectory, log)
+    assert not judgment.success and judgment.score < 0.5
+    outcome = next(c for c in judgment.checks if c.name == "outcome")
+    (item,) = outcome.evidence_as(OutcomeEvidence).items
+    assert item.reason == "out_of_stock_at_answer" and item.rule == 0.0 and item.gt is False
+    assert "out_of_stock_at_answer" in outcome.explanation
+    grounding = next(c for c in judgment.checks if c.name == "grounding")
+    assert grounding.value == 1.0  # the price it cited was right: the failure is the pick, not a misquote
+
+
+def test_an_answer_after_re_checking_the_stock_succeeds(sold_out: tuple[WorldOverlay, WorldTask]) -> None:
+    world, task = sold_out
+    first, then = task.revisions[0], task.revisions[1]
+    trajectory, log = _episode(
+        world,
+        task,
+        [
+            ("find_product", _search(world, task), "Searching."),
+            ("view_product_information", {"product_ids": first.product_id}, "Checking the cheapest."),
+            ("find_product", _search(world, task), "Stock moves: checking again before I answer."),
+            (
+                "recommend_product",
+                {"product_ids": then.product_id},
+                f"{then.product_id} is the cheapest in stock now, priced at {then.price:g}.",
+            ),
+        ],
+    )
+    assert _stock(log, 2)[first.product_id] == 0 and then.product_id != first.product_id
+    judgment = _judged(world, task, trajectory, log)
+    assert judgment.success and judgment.score > 0.9
