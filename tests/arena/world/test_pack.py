@@ -9,7 +9,9 @@ import pytest
 
 from arena.errors import WorldError
 from arena.index import SearchIndex
+from arena.tools import ToolContext, run_tool
 from arena.world.compile import compile_world
+from arena.world.overlay import WorldOverlay
 from arena.world.pack import DELTA, MANIFEST, TASKS, VOUCHERS, load_pack, save_pack
 from arena.world.types import WorldPack
 
@@ -21,6 +23,26 @@ def pack(world_base: SearchIndex) -> WorldPack:
 
 def test_a_saved_pack_loads_back_equal(pack: WorldPack, tmp_path: Path) -> None:
     assert load_pack(save_pack(pack, tmp_path / "w")) == pack
+
+
+def test_a_compiled_pack_answers_every_tool_byte_for_byte_as_its_loaded_copy(
+    world_base: SearchIndex, pack: WorldPack, tmp_path: Path
+) -> None:
+    """A validator that compiled the world and one that loaded it from its cache (or offline
+    judging from the pack) must log the same result bytes; equal models are not enough, as a
+    dict's order survives equality but not ``json.dumps``."""
+    loaded = load_pack(save_pack(pack, tmp_path / "w"))
+    compiled, reloaded = WorldOverlay(world_base, pack.delta), WorldOverlay(world_base, loaded.delta)
+    ids = [n.product.product_id for n in pack.delta.new_listings] + [
+        m.product_id for m in pack.delta.price_moves
+    ]
+    for product_id in ids:
+        arguments = json.dumps({"product_ids": product_id})
+        assert (
+            run_tool("view_product_information", arguments, ToolContext(index=compiled)).content
+            == run_tool("view_product_information", arguments, ToolContext(index=reloaded)).content
+        ), product_id
+    assert [t.model_dump_json() for t in pack.tasks] == [t.model_dump_json() for t in loaded.tasks]
 
 
 @pytest.mark.parametrize("part", [DELTA, VOUCHERS, TASKS])
