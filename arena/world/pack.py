@@ -72,8 +72,17 @@ def make_pack(
     vouchers: Sequence[ShopVoucher],
     tasks: Sequence[WorldTask],
 ) -> WorldPack:
-    """Assemble a pack and its manifest from compiled parts."""
-    parts = {name: sha256(data) for name, data in part_bytes(delta, vouchers, tasks).items()}
+    """Assemble a pack and its manifest from compiled parts, each read back from its canonical bytes.
+
+    The parts are parsed back so that the compiled pack is the loaded one down to dict order:
+    equal models may still dump to other bytes (a product's attributes in compile order, sorted
+    on disk), and every validator, cached or not, must log the same result bytes.
+    """
+    data = part_bytes(delta, vouchers, tasks)
+    parts = {name: sha256(part) for name, part in data.items()}
+    delta = WorldDelta.model_validate_json(data[DELTA])
+    vouchers = [ShopVoucher.model_validate_json(line) for line in data[VOUCHERS].splitlines()]
+    tasks = [WorldTask.model_validate_json(line) for line in data[TASKS].splitlines()]
     digest = pack_hash(
         seed_hex=seed_hex, base_hash=base_hash, catalog_version=catalog_version, spec=spec, parts=parts
     )
