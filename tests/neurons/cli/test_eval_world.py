@@ -65,3 +65,29 @@ def test_a_pack_over_another_base_or_with_tasks_is_refused(
               "scripted", "--out", str(tmp_path / "c")],
     )  # fmt: skip
     assert missing.exit_code == 2 and "no world pack" in missing.stderr
+
+
+def test_a_world_run_on_arena_3_asks_its_shopper_and_rejudges_on_its_pack(
+    world_base: SearchIndex, world_base_dir: Path, pack_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(
+        app,
+        ["eval", "--index", str(world_base_dir), "--world", str(pack_dir), "--agent", "scripted",
+         "--toolset", "arena-3", "--k", "1", "--out", str(out), "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    run = json.loads((out / "run.json").read_text())
+    manifest = json.loads((pack_dir / "manifest.json").read_text())
+    assert run["fingerprint"]["pack_hash"] == manifest["pack_hash"] and run["pack"] == str(pack_dir.resolve())
+    records = read_records(out / SAMPLES_FILE, SampleRecord)
+    answers = [json.loads(e.result) for r in records.values() for e in r.log if e.tool == "ask_user"]
+    assert answers and all("answer" in a for a in answers)  # the task's shopper answered, not an error
+    before = (out / "judgments.jsonl").read_text()
+    assert '"shopper"' in before  # judged with the task's profile
+    again = runner.invoke(app, ["eval", "rejudge", str(out), "--json"])
+    assert again.exit_code == 0, again.stderr
+    assert (out / "judgments.jsonl").read_text() == before  # on its pack, as the run judged it
+    other = save_pack(compile_world("eval-world-other", world_base), tmp_path / "other")
+    refused = runner.invoke(app, ["eval", "rejudge", str(out), "--world", str(other)])
+    assert refused.exit_code == 2 and "not the run's" in refused.stderr
