@@ -66,20 +66,24 @@ def compile_changes(
         fits = cheapest_fits(world, task) if task.basis == "cheapest_in_stock" else []
         if len(fits) >= 2 and fits[0].product_id not in reserved:
             eligible.append((fits[0], fits[1]))
-    picked = sorted(rng.sample(range(len(eligible)), min(spec.changes, len(eligible))))
+    wanted = spec.changes + spec.stock_changes
+    drawn = rng.sample(range(len(eligible)), min(wanted, len(eligible)))
+    # The first draws sell out, the rest reprice: a world with few eligible tasks gets both kinds.
+    selling_out = set(drawn[: spec.stock_changes])
     changes: list[WorldChange] = []
     revised: dict[int, tuple[GoldRevision, ...]] = {}
-    for number in picked:
+    for number in sorted(drawn):
         gold, runner_up = eligible[number]
-        price = max(round(runner_up.price * rng.uniform(1.05, 1.3), 2), round(runner_up.price + 0.01, 2))
-        after = rng.randint(*spec.change_after)
-        change = WorldChange(after_calls=after, product_id=gold.product_id, price=price)
-        changes, revised = _tried(world, tasks, changes, change, revised)
-    changed = {c.product_id for c in changes}
-    rest = [i for i in range(len(eligible)) if i not in picked and eligible[i][0].product_id not in changed]
-    for number in sorted(rng.sample(rest, min(spec.stock_changes, len(rest)))):
-        after = rng.randint(*spec.change_after)
-        change = WorldChange(after_calls=after, product_id=eligible[number][0].product_id, stock=0)
+        if number in selling_out:
+            change = WorldChange(
+                after_calls=rng.randint(*spec.change_after), product_id=gold.product_id, stock=0
+            )
+        else:
+            price = max(round(runner_up.price * rng.uniform(1.05, 1.3), 2), round(runner_up.price + 0.01, 2))
+            after = rng.randint(*spec.change_after)
+            change = WorldChange(after_calls=after, product_id=gold.product_id, price=price)
+        if any(c.product_id == change.product_id for c in changes):
+            continue  # two tasks may share a cheapest fit: one change each
         changes, revised = _tried(world, tasks, changes, change, revised)
     revised_tasks = [
         task.model_copy(update={"revisions": revised[i]}) if i in revised else task

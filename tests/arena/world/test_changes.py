@@ -21,7 +21,7 @@ from arena.world.types import WorldChange, WorldDelta, WorldPack, WorldSpec, Wor
 
 @pytest.fixture(scope="module")
 def pack(world_base: SearchIndex) -> WorldPack:
-    return compile_world("changes-test", world_base)
+    return compile_world("changes-both", world_base)
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,10 @@ def test_the_compiler_declares_changes_and_their_tasks_record_the_truth_per_vers
     pack: WorldPack, world: WorldOverlay
 ) -> None:
     changes = pack.delta.changes
-    assert changes, "the default spec reprices at least one task's cheapest fit"
+    assert changes, "the default spec reprices or sells out at least one task's cheapest fit"
     low, high = pack.manifest.spec.change_after
-    assert all(low <= c.after_calls <= high and c.price is not None for c in changes)
+    assert all(low <= c.after_calls <= high and (c.price is not None) != (c.stock == 0) for c in changes)
+    assert {c.price is None for c in changes} == {True, False}, "this seed has both kinds"
     revised = [t for t in pack.tasks if t.revisions]
     assert revised
     for task in revised:
@@ -55,20 +56,22 @@ def test_the_compiler_declares_changes_and_their_tasks_record_the_truth_per_vers
         assert first.version == 0 and first.product_id == task.task.gold[0].product_id
         assert last.product_id != first.product_id
         later = world.at_version(len(changes))
-        assert _price(later, first.product_id) > last.price == _price(later, last.product_id)
+        sold_out = later.stock_levels([first.product_id]).get(first.product_id) == 0
+        assert sold_out or _price(later, first.product_id) > last.price
+        assert last.price == _price(later, last.product_id)
 
 
 def test_the_same_seed_declares_the_same_changes(world_base: SearchIndex, pack: WorldPack) -> None:
-    again = compile_world("changes-test", world_base)
+    again = compile_world("changes-both", world_base)
     assert again.delta.changes == pack.delta.changes and again.manifest.pack_hash == pack.manifest.pack_hash
 
 
 def test_each_version_answers_with_its_changes_and_version_0_is_the_world(
     world: WorldOverlay, pack: WorldPack
 ) -> None:
-    change = pack.delta.changes[0]
-    before, after = world.at_version(0), world.at_version(1)
-    assert before is world and world.at_version(1) is after  # made once, then shared
+    version, change = next((v, c) for v, c in enumerate(pack.delta.changes, 1) if c.price is not None)
+    before, after = world.at_version(version - 1), world.at_version(version)
+    assert world.at_version(0) is world and world.at_version(version) is after  # made once, then shared
     assert _price(after, change.product_id) == change.price != _price(before, change.product_id)
     product = before.product(change.product_id)
     assert product is not None
@@ -128,7 +131,7 @@ def test_a_pack_with_changes_round_trips_and_a_tampered_change_is_refused(
     assert load_pack(tmp_path / "p").delta.changes == pack.delta.changes
     path = tmp_path / "p" / DELTA
     body = json.loads(path.read_text())
-    body["changes"][0]["price"] = body["changes"][0]["price"] + 1
+    body["changes"][0]["after_calls"] = body["changes"][0]["after_calls"] + 1
     path.write_text(json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n")
     with pytest.raises(WorldError, match="part delta.json does not match"):
         load_pack(tmp_path / "p")
@@ -151,7 +154,7 @@ def test_changes_out_of_order_or_on_unknown_products_are_refused(world: WorldOve
 def test_truth_at_moves_the_gold_and_caps_its_price(world: WorldOverlay, contested: WorldTask) -> None:
     plain = contested.model_copy(update={"revisions": ()})
     changed, (task,) = compile_changes(
-        world, [plain], random.Random(3), WorldSpec(changes=1, change_after=(2, 2))
+        world, [plain], random.Random(3), WorldSpec(changes=1, stock_changes=0, change_after=(2, 2))
     )
     assert changed.delta.changes[0].after_calls == 2 and len(task.revisions) == 2
     first, later = truth_at(task, 0), truth_at(task, 1)
