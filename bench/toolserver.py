@@ -134,13 +134,16 @@ def start_server(index_dir: Path, calls: int, src: Path | None) -> tuple[subproc
     env = dict(os.environ)
     if src is not None:  # the server imports arena and neurons from that tree
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH", "")]))
+    # ``python -c`` puts the working directory before PYTHONPATH: run in the tree it should import
+    # (from the repository root, a --before server would otherwise import this tree).
+    cwd = src if src is not None else Path(__file__).resolve().parent.parent
     proc = subprocess.Popen(
         [
             *ARENA,
             "tools",
             "serve",
             "--index",
-            str(index_dir),
+            str(index_dir.resolve()),
             "--practice",
             "--port",
             str(port),
@@ -152,6 +155,7 @@ def start_server(index_dir: Path, calls: int, src: Path | None) -> tuple[subproc
             "WARNING",
         ],
         env=env,
+        cwd=cwd,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 600  # a loaded machine imports slowly

@@ -1,11 +1,13 @@
 """Slow-loris bounds for every public port: read times, connections in all and per peer, the logs.
 
-uvicorn bounds the idle time between requests (``timeout_keep_alive``) and the size of a
-request head (h11's incomplete-event limit) but not the time a client may take to send it:
+uvicorn bounds the idle time between requests (``timeout_keep_alive``) but not the size of a
+request head on httptools (h11 caps it; httptools, the C parser we serve with for its lower CPU
+per request, does not) nor the time a client may take to send it:
 a connection that opens and sends nothing, or one header byte a second, is held forever, and
 ``limit_concurrency`` only answers 503 once a request head has arrived, so 3,000 half-open
 sockets fill the process's descriptors and every honest request times out. The protocol that
-:func:`uvicorn_options` hands uvicorn (its own, httptools or h11, with a guard) books every
+:func:`uvicorn_options` hands uvicorn (its httptools protocol, with a guard) bounds the head
+at ``max_header_bytes`` itself (a 431) and books every
 connection in the server's :class:`~neurons.connection_ledger.ConnectionLedger` at accept time
 and closes it at once, before the parser sees a byte, when its peer (source address) holds too
 many connections or too many still sending their first head, or when the port is full and no
@@ -27,7 +29,7 @@ import time
 from collections import Counter
 from typing import Any, Literal, get_args
 
-from uvicorn.protocols.http.auto import AutoHTTPProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from neurons import metrics
 from neurons.connection_ledger import ConnectionLedger, peer_of
@@ -79,7 +81,7 @@ class RefusalLog:
         self._held.clear()
 
 
-class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+class GuardedHTTPProtocol(HttpToolsProtocol):
     """uvicorn's HTTP protocol with the bounds of one server (built by :func:`uvicorn_options` only)."""
 
     def __init__(
@@ -121,7 +123,7 @@ class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         if not self._admitted:
             return
         if self.cycle is None or self.cycle.response_complete:  # waiting for a request head
-            # Bounded here, not by the parser: h11 caps an incomplete head, httptools does not.
+            # Bounded here, not by the parser: httptools does not cap a head (h11 did).
             end = data.find(b"\r\n\r\n")
             self._head_bytes += len(data) if end < 0 else end + 4
             if self._head_bytes > self._bounds.max_header_bytes:
@@ -215,6 +217,5 @@ def uvicorn_options(bounds: ConnectionBounds | None = None) -> dict[str, Any]:
     return {
         "http": protocol,
         "timeout_keep_alive": bounds.keep_alive_seconds,
-        "h11_max_incomplete_event_size": bounds.max_header_bytes,
         "backlog": min(2048, bounds.max_connections),
     }

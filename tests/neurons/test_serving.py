@@ -131,7 +131,7 @@ async def test_connections_past_the_cap_are_refused_at_once_and_honest_ones_get_
         extra_w.close()
 
 
-async def test_a_request_head_past_the_size_bound_gets_a_431_whichever_parser_uvicorn_picked() -> None:
+async def test_a_request_head_past_the_size_bound_gets_a_431_though_httptools_has_no_bound() -> None:
     bounds = BOUNDS.model_copy(update={"max_header_bytes": 4096})
     async with served(bounds) as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
