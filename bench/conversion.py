@@ -16,8 +16,9 @@ baseline through a logging caller, judged by the rule checks). Then:
   with conversion; the ratio is what the issue's "no slower than half" is checked against.
 
 Every figure has a wall-clock rate and a CPU rate (this process's CPU time: what the work
-costs when another job shares the cores). ``digest`` fields hash what was produced (every
-conversion's ``arena convert`` line; the JSONL files of the export with conversion), so two
+costs when another job shares the cores). ``digest`` fields hash what was produced (the
+writer's trajectories of its last pass; every conversion's ``arena convert`` line; the JSONL
+files of the export with conversion), so two
 runs of one world on two versions of the code show whether the output changed.
 
 Example: python bench/conversion.py
@@ -83,7 +84,7 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def _write(trace: JudgedTrace, writer: TemplateWriter, index: Any) -> None:
+def _write(trace: JudgedTrace, writer: TemplateWriter, index: Any) -> Any:
     assert trace.trajectory is not None
     kept = prune(sorted(trace.tool_log, key=lambda e: e.seq)).kept
     seed = source_hash(trace.trajectory, trace.tool_log)
@@ -91,7 +92,7 @@ def _write(trace: JudgedTrace, writer: TemplateWriter, index: Any) -> None:
         trace.task, trace.trajectory, kept, task_facts(trace.task), seed, writer, memoised(index.products), 3
     )
     run_now(lambda: writing.write(set(), 0))
-    writing.trajectory()
+    return writing.trajectory().to_wire()
 
 
 def _timed(n: int, seconds: float, cpu: float) -> dict[str, Any]:
@@ -106,12 +107,13 @@ def _timed(n: int, seconds: float, cpu: float) -> dict[str, Any]:
 
 def writer_rate(traces: list[JudgedTrace], index: Any, repeat: int) -> dict[str, Any]:
     writer = TemplateWriter()
+    written: list[Any] = []
     started, cpu = time.perf_counter(), time.process_time()
     for _ in range(repeat):
-        for trace in traces:
-            _write(trace, writer, index)
+        written = [_write(trace, writer, index) for trace in traces]
     n = len(traces) * repeat
-    return {"traces": n, **_timed(n, time.perf_counter() - started, time.process_time() - cpu)}
+    timed = _timed(n, time.perf_counter() - started, time.process_time() - cpu)
+    return {"traces": n, **timed, "digest": _digest(written)}
 
 
 def _digest(lines: Any) -> str:
@@ -247,7 +249,8 @@ def main() -> None:
     writer, convert = results["writer"], results["convert"]
     today, both = curate["today"], curate["with_conversion"]
     print(
-        f"writer {writer['rate']} traces/s (CPU {writer['cpu_rate']}); conversion {convert['rate']} traces/s "
+        f"writer {writer['rate']} traces/s (CPU {writer['cpu_rate']}; digest {writer['digest']}); "
+        f"conversion {convert['rate']} traces/s "
         f"(CPU {convert['cpu_rate']}; {convert['converted']}/{convert['traces']} converted, digest "
         f"{convert['digest']}); curate {curate['n']} traces: today {today['rate']} traces/s (CPU "
         f"{today['cpu_rate']}), with conversion {both['rate']} traces/s (CPU {both['cpu_rate']}; digest "
