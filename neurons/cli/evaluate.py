@@ -248,10 +248,10 @@ def _run(
     world: WorldJudging | None = None
     index: ProductIndex = search_index
     if pack is not None:
-        from neurons.evaluation.world import eval_world
+        from judging.world import WorldJudging
 
         try:
-            world = eval_world(pack[0], search_index)
+            world = WorldJudging.over(pack[0], search_index)
         except ArenaError as exc:
             search_index.close()
             fail(str(exc))

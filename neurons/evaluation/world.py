@@ -1,14 +1,12 @@
-"""`arena eval --world`: the tasks of a world pack, and the pack applied over the base index."""
+"""`arena eval --world`: a world pack's tasks (``judging.world.WorldJudging`` applies the pack)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from arena.index import SearchIndex
 from arena.types import Task
 from arena.world.pack import load_pack
 from arena.world.types import WorldPack
-from judging.world import WorldJudging
 
 
 def read_world_tasks(pack_dir: Path) -> tuple[WorldPack, list[Task]]:
@@ -19,12 +17,3 @@ def read_world_tasks(pack_dir: Path) -> tuple[WorldPack, list[Task]]:
     """
     pack = load_pack(pack_dir)
     return pack, [world_task.task for world_task in pack.tasks]
-
-
-def eval_world(pack: WorldPack, base: SearchIndex) -> WorldJudging:
-    """The pack applied over ``base`` (the tools' world, and what each sample is judged against).
-
-    Raises:
-        WorldError: the pack was compiled over another base index.
-    """
-    return WorldJudging.over(pack, base)
