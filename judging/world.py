@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from arena.world.changes import truth_at
 from arena.world.overlay import WorldOverlay
 from arena.world.pack import MANIFEST, load_manifest, load_pack
 from arena.world.seed import base_hash
+from arena.world.shopper import ShopperSession
 from arena.world.types import ShopperProfile, WorldPack, WorldTask
 
 logger = logging.getLogger(__name__)
@@ -126,6 +127,11 @@ class WorldJudging:
         world_task = self.tasks.get(task_id)
         return world_task.profile if world_task is not None else None
 
+    def shopper(self, task_id: str, toolset: str) -> ShopperSession | None:
+        """A fresh simulated shopper for one episode of the task (None where it cannot ask)."""
+        profile = self.profile(task_id, toolset)
+        return ShopperSession(profile) if profile is not None else None
+
     def against(self, task: Task, log: Sequence[ToolLogEntry], toolset: str) -> AtAnswer:
         """What an episode of ``task`` (run with ``toolset``, logged as ``log``) is judged against."""
         return judged_at_answer(
@@ -153,16 +159,33 @@ def world_lookup(root: Path, base: SearchIndex) -> WorldLookup:
     """
     identity = base_hash(base)
     opened: OrderedDict[str, WorldJudging] = OrderedDict()
+    # Each manifest is read once per version of the file (its pack hash, or None: another base or
+    # unreadable): a miss re-reads only manifests written since, so unknown worlds cost a listing.
+    read: dict[Path, tuple[int, str | None]] = {}
+
+    def holding(pack_hash: str) -> Iterator[Path]:
+        for directory in pack_directories(root):
+            try:
+                written = (directory / MANIFEST).stat().st_mtime_ns
+            except OSError:
+                continue  # replaced while we looked: not a pack now
+            if directory not in read or read[directory][0] != written:
+                try:
+                    manifest = load_manifest(directory)
+                    found = manifest.pack_hash if manifest.base_hash == identity else None
+                except WorldError as exc:
+                    logger.warning("world_pack_refused dir=%s error=%s", directory, exc)
+                    found = None
+                read[directory] = (written, found)
+            if read[directory][1] == pack_hash:
+                yield directory
 
     def lookup(pack_hash: str) -> WorldJudging | None:
         if pack_hash in opened:
             opened.move_to_end(pack_hash)
             return opened[pack_hash]
-        for directory in pack_directories(root):
+        for directory in holding(pack_hash):
             try:
-                manifest = load_manifest(directory)
-                if manifest.pack_hash != pack_hash or manifest.base_hash != identity:
-                    continue
                 world = WorldJudging.over(load_pack(directory), base)
             except WorldError as exc:
                 logger.warning("world_pack_refused dir=%s error=%s", directory, exc)

@@ -16,7 +16,6 @@ from arena.shoppingbench import task_from_row
 from arena.tools import DEFAULT_TOOLSET, ToolContext
 from arena.types import Intent, Task, ToolLogEntry, Trajectory
 from arena.world.pack import load_pack
-from arena.world.shopper import ShopperSession
 from arena.world.types import WorldPack
 from judging.convert import load_trajectory
 from judging.judge import JudgeConfig, judge, judgment_summary
@@ -102,9 +101,7 @@ def _context(index: SearchIndex, world: WorldJudging | None, task: Task, toolset
     """Where a replay runs: the index, or the world over it with the task's shopper where it can ask."""
     if world is None:
         return ToolContext(index=index, toolset=toolset)
-    profile = world.profile(task.task_id, toolset)
-    shopper = ShopperSession(profile) if profile is not None else None
-    return ToolContext(index=world.overlay, toolset=toolset, shopper=shopper)
+    return ToolContext(index=world.overlay, toolset=toolset, shopper=world.shopper(task.task_id, toolset))
 
 
 def judge_command(

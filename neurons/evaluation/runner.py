@@ -23,11 +23,10 @@ from arena.errors import EpisodeError
 from arena.index_types import ProductIndex
 from arena.tools import ToolContext, tool_schemas
 from arena.types import EpisodeEnd, Task, ToolResult
-from arena.world.shopper import ShopperSession
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.reasoning import Completer
 from judging.types import Judgment
-from judging.world import WorldJudging
+from judging.world import AtAnswer, WorldJudging
 from neurons.errors import NeuronError
 from neurons.evaluation.records import (
     JUDGMENTS_FILE,
@@ -152,13 +151,8 @@ async def _run_agent(
 async def run_sample(env: _Env, task: Task, sample: int) -> SampleRecord:
     """Run one sample of one task and return its record (never raises for agent or model faults)."""
     seed = sample_seed(env.settings.seed, task.task_id, sample)
-    profile = env.world.profile(task.task_id, env.settings.toolset) if env.world is not None else None
-    episode_id, token = env.registry.open_episode(
-        task.task_id,
-        EVAL_HOTKEY,
-        env.budgets,
-        shopper=ShopperSession(profile) if profile is not None else None,
-    )
+    shopper = env.world.shopper(task.task_id, env.settings.toolset) if env.world is not None else None
+    episode_id, token = env.registry.open_episode(task.task_id, EVAL_HOTKEY, env.budgets, shopper=shopper)
     request = AgentRequest(
         task_id=task.task_id,
         episode_id=episode_id,
@@ -212,16 +206,11 @@ async def judge_sample(
         return judge_unanswered(
             task, episode_id=record.episode_id, miner_hotkey=EVAL_HOTKEY, end=end, config=config
         )
-    if world is None:
-        return await judge(
-            task,
-            record.trajectory,
-            log=record.log,
-            products=index.products,
-            completer=completer,
-            config=config,
-        )
-    at = world.against(task, record.log, config.toolset)
+    at = (
+        world.against(task, record.log, config.toolset)
+        if world is not None
+        else AtAnswer(None, index.products)
+    )
     return await judge(
         task,
         record.trajectory,

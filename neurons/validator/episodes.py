@@ -30,13 +30,12 @@ from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
-from arena.world.shopper import ShopperSession
-from arena.world.types import ShopperProfile
 from judging.duplicates import FirstArrivals, credited_once, work_hash
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.outcome import ProductLookup
 from judging.reasoning import Completer
 from judging.types import Judgment
+from judging.world import AtAnswer
 from neurons import metrics
 from neurons.chain.chaintypes import Neuron
 from neurons.errors import DeadlinePassed
@@ -164,7 +163,7 @@ class Episodes:
                     miner.hotkey,
                     self.budgets,
                     context=self.world.context if self.world is not None else None,
-                    shopper=ShopperSession(profile) if (profile := self._profile(task)) else None,
+                    shopper=self.world.shopper(task.task_id) if self.world is not None else None,
                 )
             except EpisodeError:
                 logger.warning(
@@ -265,9 +264,6 @@ class Episodes:
             ),
         )
 
-    def _profile(self, task: Task) -> ShopperProfile | None:
-        return self.world.shopper_profile(task.task_id) if self.world is not None else None
-
     async def _judge(
         self, task: Task, reply: MinerReply, episode_id: str, log: Sequence[ToolLogEntry]
     ) -> Judgment:
@@ -282,16 +278,16 @@ class Episodes:
                 config=deps.judge_config,
             )
         else:
-            at = self.world.at_answer(task, log) if self.world is not None else None
+            at = self.world.at_answer(task, log) if self.world is not None else AtAnswer(None, self.products)
             async with self.judge_slots:
                 judgment = await judge(
                     task,
                     reply.trajectory,
                     log=log,
-                    products=at.products if at is not None else self.products,
-                    truth=at.truth if at is not None else None,
-                    stock=at.stock if at is not None else None,
-                    profile=at.profile if at is not None else None,
+                    products=at.products,
+                    truth=at.truth,
+                    stock=at.stock,
+                    profile=at.profile,
                     completer=deps.completer,
                     config=deps.judge_config,
                     executor=deps.judge_executor,

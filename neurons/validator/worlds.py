@@ -27,7 +27,8 @@ from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.pack import load_pack, save_pack
 from arena.world.seed import WorldRound, base_hash, round_seed, world_round_at, world_seed
-from arena.world.types import ShopperProfile, WorldPack, WorldSpec
+from arena.world.shopper import ShopperSession
+from arena.world.types import WorldPack, WorldSpec
 from judging.world import AtAnswer, WorldJudging
 from neurons import metrics
 from neurons.validator.settings import WorldConfig
@@ -79,9 +80,9 @@ class RoundWorld:
         """What an episode's answer is judged against (``judging.world.WorldJudging.against``)."""
         return self.world.against(task, log, self.context.toolset)
 
-    def shopper_profile(self, task_id: str) -> ShopperProfile | None:
-        """The hidden shopper of one of the world's tasks, where the round's tool set lets agents ask."""
-        return self.world.profile(task_id, self.context.toolset)
+    def shopper(self, task_id: str) -> ShopperSession | None:
+        """A fresh simulated shopper for one episode of the task, where the round's tool set can ask."""
+        return self.world.shopper(task_id, self.context.toolset)
 
 
 def pack_directory(cache: Path, seed: bytes, base: str) -> Path:
