@@ -334,8 +334,9 @@ async def convert(
     seed = source_hash(trajectory, log)
     decided, unpruned = _pruned(log, config, ctx, source, profile)
     facts = task_facts(task)
+    # Judged at the answer's version: pruning keeps the answer, so the pruned and the whole log agree.
+    against = _against(task, log, toolset, index, world)
     while True:
-        against = _against(task, decided.kept, toolset, index, world)
         attempt = await _attempt(
             task, trajectory, decided.kept, facts, seed, converter, against, judge_config
         )
