@@ -14,6 +14,7 @@ from fastapi import APIRouter, FastAPI, Header, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
@@ -29,6 +30,8 @@ from arena.toolcalls import (
     bearer_token,
     episode_status,
     receive_body_within,
+    runs_on_loop,
+    tool_calls_first,
 )
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_schemas
 
@@ -147,12 +150,24 @@ def create_tool_router(
     # The hot path: a plain ASGI endpoint, not a FastAPI route (arena.toolcalls says why).
     # Starlette serves an endpoint that is not a function as an ASGI app; its stub names only
     # request handlers, hence the cast.
-    endpoint = cast(Any, ToolCallEndpoint(registry, ctx, limits))
+    endpoint = cast(Any, ToolCallEndpoint(registry, ctx, limits, on_loop=runs_on_loop(ctx)))
     router.add_route("/v1/tools/{name}", endpoint, methods=["POST"], include_in_schema=False)
 
     if practice is not None:
         _add_practice_routes(router, registry, practice, limits)
     return router
+
+
+def include_tool_router(app: FastAPI, router: APIRouter) -> None:
+    """Include ``create_tool_router``'s routes in ``app``, its tool calls ahead of the app's routing.
+
+    ``tool_calls_first`` goes innermost among the app's middleware (appended, whenever this is
+    called), so the header-count 431 and any counter the app adds still see every call.
+    """
+    app.include_router(router)
+    endpoints = (getattr(route, "app", None) for route in router.routes)
+    endpoint = next(found for found in endpoints if isinstance(found, ToolCallEndpoint))
+    app.user_middleware.append(Middleware(tool_calls_first, endpoint=endpoint))
 
 
 def _add_practice_routes(
@@ -218,7 +233,7 @@ def create_tool_app(
         registry = EpisodeRegistry(EpisodeTokens(secret))
     app = FastAPI(title="Shopping Arena tool server", version=ctx.toolset, docs_url=None, redoc_url=None)
     add_error_handlers(app)
-    app.include_router(create_tool_router(registry, ctx, practice=practice, limits=limits))
+    include_tool_router(app, create_tool_router(registry, ctx, practice=practice, limits=limits))
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
@@ -242,6 +257,7 @@ __all__ = [
     "add_error_handlers",
     "create_tool_app",
     "create_tool_router",
+    "include_tool_router",
     "read_body_within",
     "read_capped_body",
     "refuse_wrong_content_type",

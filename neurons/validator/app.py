@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.episode import InMemoryToolLog
 from arena.tools import TOOLSETS
-from arena.toolserver import add_error_handlers
+from arena.toolserver import add_error_handlers, include_tool_router
 from arena.types import ToolLogEntry
 from neurons import metrics
 from neurons.protocol import HEALTH_PATH, METRICS_PATH
@@ -105,7 +105,7 @@ def create_validator_app(
 
     app = FastAPI(title="Shopping Arena validator", lifespan=lifespan, docs_url=None, redoc_url=None)
     add_error_handlers(app)
-    app.include_router(tool_router)
+    include_tool_router(app, tool_router)
 
     app.add_middleware(_counted_tool_requests)
 
