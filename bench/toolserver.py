@@ -11,7 +11,10 @@ For each catalog size, a synthetic catalog (``arena.synth``) is written and inde
   machine does not inflate it), then all of them with ``--concurrency`` in flight (calls/s
   and server CPU per call);
 - ``ratio``: server CPU per call over in-process CPU per call, per tool (the HTTP, token, log
-  and encoding overhead on top of the tool itself: 1.0 would be free).
+  and encoding overhead on top of the tool itself: 1.0 would be free);
+- ``slowest_find_product_ms``: the CPU time of the most expensive queries we build (the most
+  common title words of the sample, up to 512 characters, with and without sort and filters),
+  in process: what a call can cost the event loop (``arena.toolcalls.ON_LOOP_MAX_PRODUCTS``).
 
 ``--before DIR`` also runs the server from the source tree ``DIR`` (e.g. a detached worktree
 of main, put first on the server's ``PYTHONPATH``) on the same index and calls, alternating
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import platform
@@ -115,6 +119,28 @@ def bench_in_process(index_dir: Path, calls: list[tuple[str, dict[str, Any]]]) -
         name: {**percentiles(samples), "cpu_ms_per_call": round(cpu[name] / len(samples) * 1e3, 3)}
         for name, samples in by_tool.items()
     }
+
+
+def bench_slowest(index_dir: Path, sample: list[tuple[str, str]]) -> dict[str, float]:
+    """In-process CPU of the most expensive find_product calls we can build from common title words."""
+    counts = collections.Counter(word.lower() for _, title in sample for word in title.split())
+    common = [word for word, _ in counts.most_common(80)]
+    index = open_index(index_dir)
+    ctx = ToolContext(index=index)
+    slowest: dict[str, float] = {}
+    for words in (5, 40, 80):
+        query = " ".join(common[:words])[:512]
+        filtered = {"service": "COD,official,freeShipping", "price": "1-2", "page": 5}
+        for extra in ({}, {"sort": "priceasc"}, filtered):
+            args = {"q": query, "page": 1, **extra}
+            run_tool("find_product", args, ctx)  # warm
+            start = time.process_time()
+            for _ in range(3):
+                run_tool("find_product", args, ctx)
+            cpu_ms = (time.process_time() - start) / 3 * 1e3
+            slowest[f"{words}_words"] = round(max(slowest.get(f"{words}_words", 0.0), cpu_ms), 2)
+    index.close()
+    return slowest
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -272,7 +298,8 @@ def main() -> None:
     for size in sizes:
         index_dir, sample = build(size, opts.seed, opts.work)
         calls = make_calls(sample, n_calls, opts.seed)
-        result: dict[str, Any] = {"runs": []}
+        result: dict[str, Any] = {"runs": [], "slowest_find_product_ms": bench_slowest(index_dir, sample)}
+        print(f"size={size} slowest_find_product_ms={json.dumps(result['slowest_find_product_ms'])}")
         for _ in range(opts.repeat):
             run: dict[str, Any] = {"in_process": bench_in_process(index_dir, calls)}
             if opts.before is not None:
