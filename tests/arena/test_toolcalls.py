@@ -1,4 +1,4 @@
-"""The tool-call endpoint: no MAC check for a token minted here, on or off the event loop, the exact answer."""
+"""The tool-call endpoint: no MAC check for a token minted here, on or off the loop, the exact answer."""
 
 from __future__ import annotations
 
