@@ -147,7 +147,8 @@ def open_index(index_dir: Path, *, catalog_version: str | None = None, warm: boo
 
 
 def _services(joined: str) -> tuple[Service, ...]:
-    return tuple(name for name in SERVICES if name in joined.split(",")) if joined else ()
+    listed = joined.split(",")  # once, not once per service ("" names none)
+    return tuple(name for name in SERVICES if name in listed)
 
 
 class SearchIndex:

@@ -100,12 +100,15 @@ def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
 
 
 def _attribute_claims(pid: str, segment: str, product: Product) -> list[Claim]:
+    pairs = list(_PAIR.finditer(segment))
+    if not pairs:  # most segments state no "key: value": skip reading the product's values
+        return []
     values: dict[str, set[str]] = {k.lower(): {v.lower() for v in vs} for k, vs in product.attributes.items()}
     for option in product.sku_options.values():
         for k, v in option.items():
             values.setdefault(k.lower(), set()).add(v.lower())
     claims: list[Claim] = []
-    for match in _PAIR.finditer(segment):
+    for match in pairs:
         key = match.group(1).strip().lower().replace(" ", "_")
         if key not in values:
             continue

@@ -157,12 +157,10 @@ class FactTable:
             numbers = self._numbers[i] = frozenset(number_key(n) for n in spelt if n is not None)
         return tokens, numbers
 
-    def _containing(self, needle: str) -> Iterator[int]:
+    def _containing(self, needle: str) -> list[int]:
         """The texts whose folded form contains ``needle`` (every text that could hold it as a token)."""
-        for i in range(len(self._texts)):
-            self._fold(i)
-            if needle in self._folded[i]:
-                yield i
+        self._fold(len(self._texts) - 1)  # every text is looked in: fold them all at once
+        return [i for i, folded in enumerate(self._folded) if needle in folded]
 
     def _tokens_at(self, i: int, needle: str) -> Iterator[str]:
         """The tokens of text ``i`` that start where ``needle`` occurs (see the class docstring)."""
@@ -183,7 +181,7 @@ class FactTable:
         A grouped number's token ("1446" for "1,446") is not in its text as written, so it is
         looked for in the texts that hold its grouped form too.
         """
-        containing = list(self._containing(token))
+        containing = self._containing(token)
         if any(token == found for i in containing for found in self._tokens_at(i, token)):
             return True
         if any(token in self._read(i)[0] for i in containing):
@@ -197,7 +195,7 @@ class FactTable:
         Where ``token`` occurs is looked at first ("329" finds "329.0"); then the texts that
         contain it, then the others, are read whole (another spelling: "1e2" for 100).
         """
-        containing = list(self._containing(token))
+        containing = self._containing(token)
         for i in containing:
             for found in self._tokens_at(i, token):
                 number = as_number(found)
