@@ -20,7 +20,7 @@ The gold product ids and titles are never facts: only the words the user wrote.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +162,17 @@ class FactTable:
         self._fold(len(self._texts) - 1)  # every text is looked in: fold them all at once
         return [i for i, folded in enumerate(self._folded) if needle in folded]
 
+    def _at_token(self, needle: str, accept: Callable[[str], bool]) -> bool:
+        """Whether a token starting where ``needle`` occurs in some text is accepted (texts in order).
+
+        Stops at the first text that holds one: what a look over :meth:`_containing` would say.
+        """
+        self._fold(len(self._texts) - 1)
+        for i, folded in enumerate(self._folded):
+            if needle in folded and any(accept(found) for found in self._tokens_at(i, needle)):
+                return True
+        return False
+
     def _tokens_at(self, i: int, needle: str) -> Iterator[str]:
         """The tokens of text ``i`` that start where ``needle`` occurs (see the class docstring)."""
         if not self._texts[i].isascii():
@@ -181,10 +192,9 @@ class FactTable:
         A grouped number's token ("1446" for "1,446") is not in its text as written, so it is
         looked for in the texts that hold its grouped form too.
         """
-        containing = self._containing(token)
-        if any(token == found for i in containing for found in self._tokens_at(i, token)):
+        if self._at_token(token, token.__eq__):
             return True
-        if any(token in self._read(i)[0] for i in containing):
+        if any(token in self._read(i)[0] for i in self._containing(token)):
             return True
         grouped = grouped_form(token)
         return grouped is not None and any(token in self._read(i)[0] for i in self._containing(grouped))
@@ -195,12 +205,14 @@ class FactTable:
         Where ``token`` occurs is looked at first ("329" finds "329.0"); then the texts that
         contain it, then the others, are read whole (another spelling: "1e2" for 100).
         """
+
+        def spells(found: str) -> bool:
+            number = as_number(found)
+            return number is not None and number_key(number) == key
+
+        if self._at_token(token, spells):
+            return True
         containing = self._containing(token)
-        for i in containing:
-            for found in self._tokens_at(i, token):
-                number = as_number(found)
-                if number is not None and number_key(number) == key:
-                    return True
         first = set(containing)
         order = [*containing, *(i for i in range(len(self._texts)) if i not in first)]
         return any(key in self._read(i)[1] for i in order)

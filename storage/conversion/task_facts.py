@@ -186,10 +186,12 @@ def task_facts(task: Task) -> TaskFacts:
     """Read what the query states about each gold item (only what the user actually wrote)."""
     query = _Query(task.query)
     surface = [w.strip(".'&+-") for w in re.findall(r"[A-Za-z][A-Za-z0-9'&+-]*", task.query)]
+    lowered = [w.lower() for w in surface if len(w) >= 2]
+    stemmed = [(w, stem(w)) for w in lowered]  # once for the query, not once per gold item
     items = []
     for position, gold in enumerate(task.gold):
         wanted = {stem(w) for w in title_words(gold.titles[0])}
-        words = tuple(dict.fromkeys(w.lower() for w in surface if len(w) >= 2 and stem(w.lower()) in wanted))
+        words = tuple(dict.fromkeys(w for w, s in stemmed if s in wanted))
         items.append(Item(position, words, tuple(_constraints(gold, query))))
     budget = task.budget if query.has_number(task.budget) else None
     voucher = task.voucher if task.voucher is not None and query.has_number(task.voucher.threshold) else None

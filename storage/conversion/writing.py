@@ -34,17 +34,30 @@ def memoised(lookup: ProductLookup) -> ProductLookup:
     return products
 
 
-def item_for(entry: ToolLogEntry, facts: FactTable) -> Item | None:
-    """The item a search serves: the one sharing most words with its query (an unsearched one on a tie)."""
+def item_words(item: Item) -> set[str]:
+    """The words a search for ``item`` would use: the user's words for it and its constraint values."""
+    return set(tokens(" ".join([*item.words, *(v for c in item.constraints for v in c.values)])))
+
+
+def item_for(
+    entry: ToolLogEntry, facts: FactTable, words: dict[int, tuple[Item, set[str]]] | None = None
+) -> Item | None:
+    """The item a search serves: the one sharing most words with its query (an unsearched one on a tie).
+
+    ``words`` keeps each item's :func:`item_words` across one trace's steps (by the item object).
+    """
     items = facts.task.items
     if entry.tool not in SEARCH_TOOLS or not items:
         return None
     q = set(tokens(str(entry.arguments.get("q") or "")))
     searched = {s.item for s in facts.searches}
+    known = {} if words is None else words
 
     def score(item: Item) -> tuple[int, bool, int]:
-        words = set(tokens(" ".join([*item.words, *(v for c in item.constraints for v in c.values)])))
-        return (len(q & words), item.position not in searched, -item.position)
+        kept = known.get(id(item))
+        if kept is None or kept[0] is not item:  # the item object is kept too: its id is not reused
+            kept = known[id(item)] = (item, item_words(item))
+        return (len(q & kept[1]), item.position not in searched, -item.position)
 
     return max(items, key=score)
 
@@ -89,6 +102,7 @@ class TraceWriter:
         self.seed, self.writer, self.products, self.attempts = seed, writer, products, attempts
         self.rationales: dict[int, str] = {}
         self.rewrites = 0
+        self._item_words: dict[int, tuple[Item, set[str]]] = {}  # item_for's, for this trace only
 
     async def _one(self, step: Step, offset: int) -> str | None:
         """Write one step until the verifier accepts it (``attempts`` tries); None when it never does."""
@@ -108,7 +122,7 @@ class TraceWriter:
         facts = FactTable(self.facts)
         for index, entry in enumerate(self.kept):
             facts.add_call(entry)
-            item = item_for(entry, facts)
+            item = item_for(entry, facts, self._item_words)
             if index not in self.rationales or index in redo:
                 step = Step(index, entry, item, facts, step_seed(self.seed, index))
                 failure = await self._one(step, offset)
