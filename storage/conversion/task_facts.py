@@ -200,6 +200,30 @@ def task_facts(task: Task) -> TaskFacts:
     return TaskFacts(task.query, task.intent, tuple(items), budget, voucher, known, tuple(task.gold))
 
 
+class TaskFactsMemo:
+    """:func:`task_facts` by task for one converter's traces (many miners answer each task).
+
+    Holds at most ``size`` tasks (the oldest read goes first), so a long-lived converter (the
+    validator's export) stays bounded. A task's id is its content address, and the facts are
+    immutable, so every trace of a task may share them.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._facts: dict[str, tuple[Task, TaskFacts]] = {}
+
+    def __call__(self, task: Task) -> TaskFacts:
+        """The facts of ``task``, read once per task."""
+        kept = self._facts.get(task.task_id)
+        if kept is not None and (kept[0] is task or kept[0] == task):
+            return kept[1]
+        facts = task_facts(task)
+        if len(self._facts) >= self._size:
+            self._facts.pop(next(iter(self._facts)))
+        self._facts[task.task_id] = (task, facts)
+        return facts
+
+
 def heard(facts: TaskFacts, answer: str) -> tuple[TaskFacts, tuple[tuple[int, Constraint], ...]]:
     """The request once a shopper's answer is heard: the constraints the answer states join their items.
 
