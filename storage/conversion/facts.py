@@ -136,6 +136,9 @@ class FactTable:
         self._folded: list[str] = []  # the texts case-folded and spaced as ``shows`` compares them
         self._tokens: list[frozenset[str] | None] = []  # each text's digit tokens, once read whole
         self._numbers: list[frozenset[float] | None] = []  # the numbers those tokens spell
+        # Citations found so far: texts are only ever added, so a citation seen stays seen (a
+        # rationale cites the same ids and prices again and again).
+        self._found: set[tuple[float | None, str]] = set()
         self._seen(task.query)
 
     def _seen(self, text: str) -> None:
@@ -192,6 +195,14 @@ class FactTable:
         A grouped number's token ("1446" for "1,446") is not in its text as written, so it is
         looked for in the texts that hold its grouped form too.
         """
+        if (None, token) in self._found:
+            return True
+        if self._look_for_token(token):
+            self._found.add((None, token))
+            return True
+        return False
+
+    def _look_for_token(self, token: str) -> bool:
         if self._at_token(token, token.__eq__):
             return True
         if any(token in self._read(i)[0] for i in self._containing(token)):
@@ -205,7 +216,14 @@ class FactTable:
         Where ``token`` occurs is looked at first ("329" finds "329.0"); then the texts that
         contain it, then the others, are read whole (another spelling: "1e2" for 100).
         """
+        if (key, token) in self._found:
+            return True
+        if self._look_for_number(key, token):
+            self._found.add((key, token))
+            return True
+        return False
 
+    def _look_for_number(self, key: float, token: str) -> bool:
         def spells(found: str) -> bool:
             number = as_number(found)
             return number is not None and number_key(number) == key
