@@ -251,9 +251,13 @@ class FactTable:
             found = self.products[product_id] = ProductFacts(product_id)
         return found
 
-    def add_call(self, entry: ToolLogEntry) -> None:
-        """The agent wrote this call: its arguments are known from now on."""
-        self._seen(json.dumps(entry.arguments, ensure_ascii=False))
+    def add_call(self, entry: ToolLogEntry, arguments: str | None = None) -> None:
+        """The agent wrote this call: its arguments are known from now on.
+
+        ``arguments``: the call's arguments as the trajectory writes them (``json.dumps`` of the
+        logged ones, :func:`call_text`), where the caller has them already.
+        """
+        self._seen(call_text(entry) if arguments is None else arguments)
 
     def add_result(self, entry: ToolLogEntry, item: int | None = None) -> None:
         """The agent read this call's result: record what it showed."""
@@ -334,3 +338,8 @@ def call_ids(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     """The product ids a call's (canonical) arguments name."""
     ids, _ = split_product_ids(arguments.get("product_ids", ""))
     return ids
+
+
+def call_text(entry: ToolLogEntry) -> str:
+    """A logged call's arguments as the converted trajectory writes them (and the agent saw them)."""
+    return json.dumps(entry.arguments, ensure_ascii=False)

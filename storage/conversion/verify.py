@@ -34,6 +34,7 @@ from judging.types import Judgment
 from storage.conversion.facts import FactTable, as_number, call_ids, digit_tokens, number_key
 from storage.conversion.step import Step
 
+_DIGIT = re.compile(r"[0-9]")
 _QUOTED = re.compile(r"\"([^\"]*)\"|“([^”]*)”")
 ProblemKind = Literal["id", "number", "quote", "price", "attribute", "no_request"]
 TraceProblem = Literal["format_failed", "grounding_failed", "outcome_changed", "not_driven"]
@@ -120,6 +121,8 @@ def _amounts(text: str, mentioned: list[str], facts: FactTable, derived: set[flo
     for i, (_, end, pid) in enumerate(spots):
         stop = spots[i + 1][0] if i + 1 < len(spots) else len(text)
         segment = text[end : min(stop, end + WINDOW)]
+        if not _DIGIT.search(segment):  # no figure after this id: nothing to check
+            continue
         own = facts.products[pid].price
         allowed = {number_key(own)} if own is not None else set()
         if BASKET_WORDS.search(segment):

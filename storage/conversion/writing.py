@@ -8,14 +8,13 @@ message after it the logged result, byte for byte.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from arena.types import FunctionCall, Message, Product, Task, ToolCall, ToolLogEntry, Trajectory
 from arena.wording import tokens
 from judging.axis import classify_steps
 from judging.context import ProductLookup
-from storage.conversion.facts import ASK_TOOL, SEARCH_TOOLS, FactTable, Item, TaskFacts
+from storage.conversion.facts import ASK_TOOL, SEARCH_TOOLS, FactTable, Item, TaskFacts, call_text
 from storage.conversion.step import RationaleWriter, Step, step_seed
 from storage.conversion.verify import unsupported
 
@@ -63,14 +62,21 @@ def item_for(
 
 
 def assemble(
-    trajectory: Trajectory, task: Task, kept: Sequence[ToolLogEntry], rationales: Sequence[str]
+    trajectory: Trajectory,
+    task: Task,
+    kept: Sequence[ToolLogEntry],
+    rationales: Sequence[str],
+    texts: Sequence[str] | None = None,
 ) -> Trajectory:
-    """The converted trajectory: the source's system message, the task's query, one turn per kept call."""
+    """The converted trajectory: the source's system message, the task's query, one turn per kept call.
+
+    ``texts``: each kept call's :func:`call_text`, where the caller has them already.
+    """
     messages = [m for m in trajectory.messages[:1] if m.role == "system"]
     messages.append(Message(role="user", content=task.query))
-    for entry, rationale in zip(kept, rationales, strict=True):
+    texts = texts if texts is not None else [call_text(entry) for entry in kept]
+    for entry, rationale, arguments in zip(kept, rationales, texts, strict=True):
         call_id = entry.call_id or f"call_{entry.seq}"
-        arguments = json.dumps(entry.arguments, ensure_ascii=False)
         call = ToolCall(id=call_id, function=FunctionCall(name=entry.tool, arguments=arguments))
         messages.append(
             Message(role="assistant", content=None, reasoning_content=rationale, tool_calls=(call,))
@@ -103,6 +109,7 @@ class TraceWriter:
         self.rationales: dict[int, str] = {}
         self.rewrites = 0
         self._item_words: dict[int, tuple[Item, set[str]]] = {}  # item_for's, for this trace only
+        self._texts = [call_text(entry) for entry in kept]  # each call's arguments, written once
 
     async def _one(self, step: Step, offset: int) -> str | None:
         """Write one step until the verifier accepts it (``attempts`` tries); None when it never does."""
@@ -121,7 +128,7 @@ class TraceWriter:
         """Write the steps not written yet and those in ``redo``; the first refusal's detail, or None."""
         facts = FactTable(self.facts)
         for index, entry in enumerate(self.kept):
-            facts.add_call(entry)
+            facts.add_call(entry, self._texts[index])
             item = item_for(entry, facts, self._item_words)
             if index not in self.rationales or index in redo:
                 step = Step(index, entry, item, facts, step_seed(self.seed, index))
@@ -136,7 +143,7 @@ class TraceWriter:
     def trajectory(self) -> Trajectory:
         """The trajectory with the rationales written so far (every step has one after :meth:`write`)."""
         rationales = [self.rationales[i] for i in range(len(self.kept))]
-        return assemble(self.source, self.task, self.kept, rationales)
+        return assemble(self.source, self.task, self.kept, rationales, self._texts)
 
     def undriven(self, built: Trajectory) -> set[int]:
         """The kept calls the axis step classifier does not read as driven, where rewriting could help.
