@@ -144,11 +144,14 @@ def unsupported(text: str, step: Step, products: ProductLookup) -> list[Unsuppor
     """
     facts = step.facts
     derived = derived_numbers(step)
-    problems = [
-        Unsupported(_kind(token), token)
-        for token in digit_tokens(text)
-        if not _grounded(token, facts, derived)
-    ]
+    grounded: dict[str, bool] = {}  # a rationale repeats its ids and figures: each looked up once
+    problems = []
+    for token in digit_tokens(text):
+        found = grounded.get(token)
+        if found is None:
+            found = grounded[token] = _grounded(token, facts, derived)
+        if not found:
+            problems.append(Unsupported(_kind(token), token))
     for match in _QUOTED.finditer(text):
         quoted = match.group(1) if match.group(1) is not None else match.group(2)
         if quoted.strip() and not facts.shows(quoted):
