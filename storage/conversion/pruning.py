@@ -22,8 +22,8 @@ value (:func:`storage.conversion.verify.judged_problem`).
 The decision runs backwards, so "a later kept step" means one that survives pruning itself.
 Tools are stateless (a result depends on the call and the index alone), so dropping a call
 changes no other call's result; :func:`replays_identically` proves it for a pruned trace by
-running its calls against the index again, and the conversion keeps the unpruned trace when
-the bytes differ.
+running its calls from the first dropped one on against the index again (those before it have
+the episode's own history), and the conversion keeps the unpruned trace when the bytes differ.
 """
 
 from __future__ import annotations
