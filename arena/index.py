@@ -373,18 +373,20 @@ class SearchIndex:
             sql = "SELECT ordinal, product_id, shop_id, title, service FROM products WHERE ordinal IN "
             for ordinal, *row in self._query(f"{sql}({marks})", chunk):
                 rows[ordinal] = (row[0], row[1], row[2], row[3])
-        prices, sold = self.fields.prices, self.fields.sold_counts
+        # One gather per fast field, and each distinct service list read once (there are few).
+        prices, sold = self.fields.prices[ordinals].tolist(), self.fields.sold_counts[ordinals].tolist()
+        services = {joined: _services(joined) for joined in {row[3] for row in rows.values()}}
         return [
             Hit(
                 product_id=rows[o][0],
                 shop_id=rows[o][1],
                 title=rows[o][2],
-                price=float(prices[o]),
-                service=_services(rows[o][3]),
-                sold_count=int(sold[o]),
+                price=float(price),
+                service=services[rows[o][3]],
+                sold_count=int(count),
                 score=float(s),
             )
-            for o, s in zip(wanted, scores.tolist(), strict=True)
+            for o, price, count, s in zip(wanted, prices, sold, scores.tolist(), strict=True)
         ]
 
     def hits(self, query: str) -> Iterator[Hit]:

@@ -125,11 +125,11 @@ def _salient(call: ToolCall) -> tuple[set[str], set[str]]:
     return set(title_tokens(str(q))), set(named_ids(call)) | ({str(shop)} if shop else set())
 
 
-def _derived(text: str, call: ToolCall) -> bool | None:
+def _derived(text: str, said: frozenset[str], call: ToolCall) -> bool | None:
+    """Whether the reasoning ``text`` (its word tokens ``said``) motivates ``call``; None: nothing to say."""
     q_tokens, ids = _salient(call)
     if not q_tokens and not ids:
         return None
-    said = title_tokens(text)
     q_ok = bool(q_tokens) and len(q_tokens & said) / len(q_tokens) >= 0.5
     ids_ok = bool(ids) and any(pid in text for pid in ids)
     return q_ok or ids_ok
@@ -147,12 +147,17 @@ def classify_steps(trajectory: Trajectory, query_tokens: frozenset[str] | None =
     titles: set[str] = set()
     last_titles: set[str] = set()
     seen: Counter[str] = Counter()
+    title_words: dict[str, frozenset[str]] = {}  # the same titles recur across results: tokenised once
     for message in trajectory.messages:
         if message.role == "tool":
             facts = result_facts(message.content or "")
             earlier_ids |= facts.product_ids
             titles |= facts.titles
-            last_titles |= {t for title in facts.titles for t in title_tokens(title)}
+            for title in facts.titles:
+                words = title_words.get(title)
+                if words is None:
+                    words = title_words[title] = title_tokens(title)
+                last_titles |= words
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
@@ -166,9 +171,10 @@ def classify_steps(trajectory: Trajectory, query_tokens: frozenset[str] | None =
         if len(text) < MIN_REASONING_CHARS:
             kind = "silent"
         else:
-            derived = [d for d in (_derived(text, c) for c in calls) if d is not None]
+            said = title_tokens(text)
+            derived = [d for d in (_derived(text, said, c) for c in calls) if d is not None]
             distinctive = {t for t in last_titles - query_tokens if len(t) >= 4}
-            cites = any(pid in text for pid in earlier_ids) or len(distinctive & title_tokens(text)) >= 2
+            cites = any(pid in text for pid in earlier_ids) or len(distinctive & said) >= 2
             motivated = bool(derived) and sum(derived) / len(derived) >= 0.5
             kind = "driven" if motivated or cites else "narrated"
             if seen[shape]:

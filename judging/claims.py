@@ -29,6 +29,7 @@ BASKET_WORDS = re.compile(
     re.IGNORECASE,
 )
 _PAIR = re.compile(r"([a-z_][a-z0-9_]{1,40})[\"']?\s*[:=]\s*[\"']?([^,;.\n)\"']{1,60})", re.IGNORECASE)
+_DIGIT = re.compile(r"[0-9]")
 _JOINER = re.compile(r"\s+(?:and|with|in)\s+")  # where a stated value runs on into the next clause
 
 
@@ -80,7 +81,7 @@ def _number(text: str) -> float | None:
 
 
 def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
-    if BASKET_WORDS.search(segment):
+    if not _DIGIT.search(segment) or BASKET_WORDS.search(segment):  # a stated price has a digit
         return None
     match = PRICE_PATTERN.search(segment)
     if not match:
@@ -100,12 +101,15 @@ def _price_claim(pid: str, segment: str, product: Product) -> Claim | None:
 
 
 def _attribute_claims(pid: str, segment: str, product: Product) -> list[Claim]:
+    pairs = list(_PAIR.finditer(segment)) if ":" in segment or "=" in segment else []
+    if not pairs:  # most segments state no "key: value": skip reading the product's values
+        return []
     values: dict[str, set[str]] = {k.lower(): {v.lower() for v in vs} for k, vs in product.attributes.items()}
     for option in product.sku_options.values():
         for k, v in option.items():
             values.setdefault(k.lower(), set()).add(v.lower())
     claims: list[Claim] = []
-    for match in _PAIR.finditer(segment):
+    for match in pairs:
         key = match.group(1).strip().lower().replace(" ", "_")
         if key not in values:
             continue

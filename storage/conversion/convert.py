@@ -49,7 +49,7 @@ from judging.axis import A_SHARE
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import Judgment
 from judging.world import AtAnswer, WorldJudging, WorldLookup
-from storage.conversion.facts import TaskFacts, task_facts
+from storage.conversion.facts import TaskFacts
 from storage.conversion.pruning import (
     Pruned,
     PruneReason,
@@ -58,6 +58,7 @@ from storage.conversion.pruning import (
     replays_identically,
 )
 from storage.conversion.step import RationaleWriter
+from storage.conversion.task_facts import TaskFactsMemo
 from storage.conversion.template import TemplateWriter
 from storage.conversion.verify import judged_problem
 from storage.conversion.writing import TraceWriter, memoised
@@ -167,13 +168,15 @@ class Converter:
     """What a conversion run needs: the search index the traces were judged on, a writer, the settings.
 
     ``worlds`` finds a world pack applied over ``index`` by pack hash (``judging.world.world_lookup``;
-    None: no world known, and world traces drop as ``unknown_world``).
+    None: no world known, and world traces drop as ``unknown_world``). ``tasks`` reads each
+    task's facts once for this converter's traces.
     """
 
     index: SearchIndex
     writer: RationaleWriter = field(default_factory=TemplateWriter)
     config: ConversionConfig = field(default_factory=ConversionConfig)
     worlds: WorldLookup | None = None
+    tasks: TaskFactsMemo = field(default_factory=TaskFactsMemo, compare=False, repr=False)
 
 
 def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:
@@ -294,7 +297,7 @@ def _pruned(
     if not config.prune:
         return Pruned(kept=entries), False
     decided = prune(entries, keep_questions=questions_scored(source))
-    if decided.dropped and not replays_identically(decided.kept, ctx, profile):
+    if decided.dropped and not replays_identically(decided.kept, ctx, profile, episode=entries):
         return Pruned(kept=entries), True
     return decided, False
 
@@ -333,7 +336,7 @@ async def convert(
     judge_config = replace(config.judge, toolset=toolset, catalog_version=index.catalog_version)
     seed = source_hash(trajectory, log)
     decided, unpruned = _pruned(log, config, ctx, source, profile)
-    facts = task_facts(task)
+    facts = converter.tasks(task)
     # Judged at the answer's version: pruning keeps the answer, so the pruned and the whole log agree.
     against = _against(task, log, toolset, index, world)
     while True:

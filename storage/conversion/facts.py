@@ -20,7 +20,7 @@ The gold product ids and titles are never facts: only the words the user wrote.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,6 +136,9 @@ class FactTable:
         self._folded: list[str] = []  # the texts case-folded and spaced as ``shows`` compares them
         self._tokens: list[frozenset[str] | None] = []  # each text's digit tokens, once read whole
         self._numbers: list[frozenset[float] | None] = []  # the numbers those tokens spell
+        # Citations found so far: texts are only ever added, so a citation seen stays seen (a
+        # rationale cites the same ids and prices again and again).
+        self._found: set[tuple[float | None, str]] = set()
         self._seen(task.query)
 
     def _seen(self, text: str) -> None:
@@ -157,12 +160,21 @@ class FactTable:
             numbers = self._numbers[i] = frozenset(number_key(n) for n in spelt if n is not None)
         return tokens, numbers
 
-    def _containing(self, needle: str) -> Iterator[int]:
+    def _containing(self, needle: str) -> list[int]:
         """The texts whose folded form contains ``needle`` (every text that could hold it as a token)."""
-        for i in range(len(self._texts)):
-            self._fold(i)
-            if needle in self._folded[i]:
-                yield i
+        self._fold(len(self._texts) - 1)  # every text is looked in: fold them all at once
+        return [i for i, folded in enumerate(self._folded) if needle in folded]
+
+    def _at_token(self, needle: str, accept: Callable[[str], bool]) -> bool:
+        """Whether a token starting where ``needle`` occurs in some text is accepted (texts in order).
+
+        Stops at the first text that holds one: what a look over :meth:`_containing` would say.
+        """
+        self._fold(len(self._texts) - 1)
+        for i, folded in enumerate(self._folded):
+            if needle in folded and any(accept(found) for found in self._tokens_at(i, needle)):
+                return True
+        return False
 
     def _tokens_at(self, i: int, needle: str) -> Iterator[str]:
         """The tokens of text ``i`` that start where ``needle`` occurs (see the class docstring)."""
@@ -183,10 +195,17 @@ class FactTable:
         A grouped number's token ("1446" for "1,446") is not in its text as written, so it is
         looked for in the texts that hold its grouped form too.
         """
-        containing = list(self._containing(token))
-        if any(token == found for i in containing for found in self._tokens_at(i, token)):
+        if (None, token) in self._found:
             return True
-        if any(token in self._read(i)[0] for i in containing):
+        if self._look_for_token(token):
+            self._found.add((None, token))
+            return True
+        return False
+
+    def _look_for_token(self, token: str) -> bool:
+        if self._at_token(token, token.__eq__):
+            return True
+        if any(token in self._read(i)[0] for i in self._containing(token)):
             return True
         grouped = grouped_form(token)
         return grouped is not None and any(token in self._read(i)[0] for i in self._containing(grouped))
@@ -197,12 +216,21 @@ class FactTable:
         Where ``token`` occurs is looked at first ("329" finds "329.0"); then the texts that
         contain it, then the others, are read whole (another spelling: "1e2" for 100).
         """
-        containing = list(self._containing(token))
-        for i in containing:
-            for found in self._tokens_at(i, token):
-                number = as_number(found)
-                if number is not None and number_key(number) == key:
-                    return True
+        if (key, token) in self._found:
+            return True
+        if self._look_for_number(key, token):
+            self._found.add((key, token))
+            return True
+        return False
+
+    def _look_for_number(self, key: float, token: str) -> bool:
+        def spells(found: str) -> bool:
+            number = as_number(found)
+            return number is not None and number_key(number) == key
+
+        if self._at_token(token, spells):
+            return True
+        containing = self._containing(token)
         first = set(containing)
         order = [*containing, *(i for i in range(len(self._texts)) if i not in first)]
         return any(key in self._read(i)[1] for i in order)
@@ -223,9 +251,13 @@ class FactTable:
             found = self.products[product_id] = ProductFacts(product_id)
         return found
 
-    def add_call(self, entry: ToolLogEntry) -> None:
-        """The agent wrote this call: its arguments are known from now on."""
-        self._seen(json.dumps(entry.arguments, ensure_ascii=False))
+    def add_call(self, entry: ToolLogEntry, arguments: str | None = None) -> None:
+        """The agent wrote this call: its arguments are known from now on.
+
+        ``arguments``: the call's arguments as the trajectory writes them (``json.dumps`` of the
+        logged ones, :func:`call_text`), where the caller has them already.
+        """
+        self._seen(call_text(entry) if arguments is None else arguments)
 
     def add_result(self, entry: ToolLogEntry, item: int | None = None) -> None:
         """The agent read this call's result: record what it showed."""
@@ -306,3 +338,8 @@ def call_ids(arguments: Mapping[str, Any]) -> tuple[str, ...]:
     """The product ids a call's (canonical) arguments name."""
     ids, _ = split_product_ids(arguments.get("product_ids", ""))
     return ids
+
+
+def call_text(entry: ToolLogEntry) -> str:
+    """A logged call's arguments as the converted trajectory writes them (and the agent saw them)."""
+    return json.dumps(entry.arguments, ensure_ascii=False)

@@ -22,8 +22,8 @@ value (:func:`storage.conversion.verify.judged_problem`).
 The decision runs backwards, so "a later kept step" means one that survives pruning itself.
 Tools are stateless (a result depends on the call and the index alone), so dropping a call
 changes no other call's result; :func:`replays_identically` proves it for a pruned trace by
-running its calls against the index again, and the conversion keeps the unpruned trace when
-the bytes differ.
+running its calls from the first dropped one on against the index again (those before it have
+the episode's own history), and the conversion keeps the unpruned trace when the bytes differ.
 """
 
 from __future__ import annotations
@@ -130,16 +130,28 @@ def prune(log: Sequence[ToolLogEntry], *, keep_questions: bool = False) -> Prune
 
 
 def replays_identically(
-    entries: Sequence[ToolLogEntry], ctx: ToolContext, profile: ShopperProfile | None = None
+    entries: Sequence[ToolLogEntry],
+    ctx: ToolContext,
+    profile: ShopperProfile | None = None,
+    *,
+    episode: Sequence[ToolLogEntry] = (),
 ) -> bool:
     """Run each call against the index again; True when every result is byte-identical to the logged one.
 
     With ``profile``, the questions go to a fresh shopper of that profile (its answers follow
     from the profile and the questions asked so far, as they did in the episode).
+    ``episode``: the whole log in order. The leading entries that are its own first calls (the
+    same objects: nothing before them was dropped) have the episode's history, so their logged
+    results are what a replay returns; they are not run again, except the questions, which
+    bring the shopper to where it was.
     """
     if profile is not None:
         ctx = replace(ctx, shopper=ShopperSession(profile))
-    for entry in entries:
+    shared = zip(entries, episode, strict=False)
+    unchanged = next((i for i, (kept, logged) in enumerate(shared) if kept is not logged), len(episode))
+    for position, entry in enumerate(entries):
+        if position < unchanged and entry.tool != ASK_TOOL:
+            continue
         again = run_logged(
             entry.tool,
             entry.arguments,

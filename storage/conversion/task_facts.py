@@ -186,16 +186,42 @@ def task_facts(task: Task) -> TaskFacts:
     """Read what the query states about each gold item (only what the user actually wrote)."""
     query = _Query(task.query)
     surface = [w.strip(".'&+-") for w in re.findall(r"[A-Za-z][A-Za-z0-9'&+-]*", task.query)]
+    lowered = [w.lower() for w in surface if len(w) >= 2]
+    stemmed = [(w, stem(w)) for w in lowered]  # once for the query, not once per gold item
     items = []
     for position, gold in enumerate(task.gold):
         wanted = {stem(w) for w in title_words(gold.titles[0])}
-        words = tuple(dict.fromkeys(w.lower() for w in surface if len(w) >= 2 and stem(w.lower()) in wanted))
+        words = tuple(dict.fromkeys(w for w, s in stemmed if s in wanted))
         items.append(Item(position, words, tuple(_constraints(gold, query))))
     budget = task.budget if query.has_number(task.budget) else None
     voucher = task.voucher if task.voucher is not None and query.has_number(task.voucher.threshold) else None
     numbers = {as_number(token) for token in digit_tokens(task.query)}
     known = frozenset(number_key(n) for n in numbers if n is not None)
     return TaskFacts(task.query, task.intent, tuple(items), budget, voucher, known, tuple(task.gold))
+
+
+class TaskFactsMemo:
+    """:func:`task_facts` by task for one converter's traces (many miners answer each task).
+
+    Holds at most ``size`` tasks (the oldest read goes first), so a long-lived converter (the
+    validator's export) stays bounded. A task's id is its content address, and the facts are
+    immutable, so every trace of a task may share them.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._facts: dict[str, tuple[Task, TaskFacts]] = {}
+
+    def __call__(self, task: Task) -> TaskFacts:
+        """The facts of ``task``, read once per task."""
+        kept = self._facts.get(task.task_id)
+        if kept is not None and (kept[0] is task or kept[0] == task):
+            return kept[1]
+        facts = task_facts(task)
+        if len(self._facts) >= self._size:
+            self._facts.pop(next(iter(self._facts)))
+        self._facts[task.task_id] = (task, facts)
+        return facts
 
 
 def heard(facts: TaskFacts, answer: str) -> tuple[TaskFacts, tuple[tuple[int, Constraint], ...]]:

@@ -378,10 +378,8 @@ def compose(step: Step, attempt: int = 0) -> str:
     """Write one step's rationale (the same step, seed and attempt always give the same text)."""
     rng = random.Random(step.seed * 31 + attempt)
 
-    def choose(bank: Sequence[str]) -> str:
-        return bank[rng.randrange(len(bank))]
-
-    return _WRITERS.get(step.tool, write_other)(step, choose, rng)
+    # ``choice`` draws exactly what ``bank[rng.randrange(len(bank))]`` did, with less in between.
+    return _WRITERS.get(step.tool, write_other)(step, rng.choice, rng)
 
 
 @dataclass(frozen=True)

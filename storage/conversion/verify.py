@@ -34,6 +34,7 @@ from judging.types import Judgment
 from storage.conversion.facts import FactTable, as_number, call_ids, digit_tokens, number_key
 from storage.conversion.step import Step
 
+_DIGIT = re.compile(r"[0-9]")
 _QUOTED = re.compile(r"\"([^\"]*)\"|“([^”]*)”")
 ProblemKind = Literal["id", "number", "quote", "price", "attribute", "no_request"]
 TraceProblem = Literal["format_failed", "grounding_failed", "outcome_changed", "not_driven"]
@@ -120,6 +121,8 @@ def _amounts(text: str, mentioned: list[str], facts: FactTable, derived: set[flo
     for i, (_, end, pid) in enumerate(spots):
         stop = spots[i + 1][0] if i + 1 < len(spots) else len(text)
         segment = text[end : min(stop, end + WINDOW)]
+        if not _DIGIT.search(segment):  # no figure after this id: nothing to check
+            continue
         own = facts.products[pid].price
         allowed = {number_key(own)} if own is not None else set()
         if BASKET_WORDS.search(segment):
@@ -141,11 +144,14 @@ def unsupported(text: str, step: Step, products: ProductLookup) -> list[Unsuppor
     """
     facts = step.facts
     derived = derived_numbers(step)
-    problems = [
-        Unsupported(_kind(token), token)
-        for token in digit_tokens(text)
-        if not _grounded(token, facts, derived)
-    ]
+    grounded: dict[str, bool] = {}  # a rationale repeats its ids and figures: each looked up once
+    problems = []
+    for token in digit_tokens(text):
+        found = grounded.get(token)
+        if found is None:
+            found = grounded[token] = _grounded(token, facts, derived)
+        if not found:
+            problems.append(Unsupported(_kind(token), token))
     for match in _QUOTED.finditer(text):
         quoted = match.group(1) if match.group(1) is not None else match.group(2)
         if quoted.strip() and not facts.shows(quoted):

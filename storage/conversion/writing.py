@@ -8,14 +8,13 @@ message after it the logged result, byte for byte.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from arena.types import FunctionCall, Message, Product, Task, ToolCall, ToolLogEntry, Trajectory
 from arena.wording import tokens
 from judging.axis import classify_steps
 from judging.context import ProductLookup
-from storage.conversion.facts import ASK_TOOL, SEARCH_TOOLS, FactTable, Item, TaskFacts
+from storage.conversion.facts import ASK_TOOL, SEARCH_TOOLS, FactTable, Item, TaskFacts, call_text
 from storage.conversion.step import RationaleWriter, Step, step_seed
 from storage.conversion.verify import unsupported
 
@@ -34,30 +33,50 @@ def memoised(lookup: ProductLookup) -> ProductLookup:
     return products
 
 
-def item_for(entry: ToolLogEntry, facts: FactTable) -> Item | None:
-    """The item a search serves: the one sharing most words with its query (an unsearched one on a tie)."""
+def item_words(item: Item) -> set[str]:
+    """The words a search for ``item`` would use: the user's words for it and its constraint values."""
+    return set(tokens(" ".join([*item.words, *(v for c in item.constraints for v in c.values)])))
+
+
+def item_for(
+    entry: ToolLogEntry, facts: FactTable, words: dict[int, tuple[Item, set[str]]] | None = None
+) -> Item | None:
+    """The item a search serves: the one sharing most words with its query (an unsearched one on a tie).
+
+    ``words`` keeps each item's :func:`item_words` across one trace's steps (by the item object).
+    """
     items = facts.task.items
     if entry.tool not in SEARCH_TOOLS or not items:
         return None
     q = set(tokens(str(entry.arguments.get("q") or "")))
     searched = {s.item for s in facts.searches}
+    known = {} if words is None else words
 
     def score(item: Item) -> tuple[int, bool, int]:
-        words = set(tokens(" ".join([*item.words, *(v for c in item.constraints for v in c.values)])))
-        return (len(q & words), item.position not in searched, -item.position)
+        kept = known.get(id(item))
+        if kept is None or kept[0] is not item:  # the item object is kept too: its id is not reused
+            kept = known[id(item)] = (item, item_words(item))
+        return (len(q & kept[1]), item.position not in searched, -item.position)
 
     return max(items, key=score)
 
 
 def assemble(
-    trajectory: Trajectory, task: Task, kept: Sequence[ToolLogEntry], rationales: Sequence[str]
+    trajectory: Trajectory,
+    task: Task,
+    kept: Sequence[ToolLogEntry],
+    rationales: Sequence[str],
+    texts: Sequence[str] | None = None,
 ) -> Trajectory:
-    """The converted trajectory: the source's system message, the task's query, one turn per kept call."""
+    """The converted trajectory: the source's system message, the task's query, one turn per kept call.
+
+    ``texts``: each kept call's :func:`call_text`, where the caller has them already.
+    """
     messages = [m for m in trajectory.messages[:1] if m.role == "system"]
     messages.append(Message(role="user", content=task.query))
-    for entry, rationale in zip(kept, rationales, strict=True):
+    texts = texts if texts is not None else [call_text(entry) for entry in kept]
+    for entry, rationale, arguments in zip(kept, rationales, texts, strict=True):
         call_id = entry.call_id or f"call_{entry.seq}"
-        arguments = json.dumps(entry.arguments, ensure_ascii=False)
         call = ToolCall(id=call_id, function=FunctionCall(name=entry.tool, arguments=arguments))
         messages.append(
             Message(role="assistant", content=None, reasoning_content=rationale, tool_calls=(call,))
@@ -89,6 +108,8 @@ class TraceWriter:
         self.seed, self.writer, self.products, self.attempts = seed, writer, products, attempts
         self.rationales: dict[int, str] = {}
         self.rewrites = 0
+        self._item_words: dict[int, tuple[Item, set[str]]] = {}  # item_for's, for this trace only
+        self._texts = [call_text(entry) for entry in kept]  # each call's arguments, written once
 
     async def _one(self, step: Step, offset: int) -> str | None:
         """Write one step until the verifier accepts it (``attempts`` tries); None when it never does."""
@@ -107,8 +128,8 @@ class TraceWriter:
         """Write the steps not written yet and those in ``redo``; the first refusal's detail, or None."""
         facts = FactTable(self.facts)
         for index, entry in enumerate(self.kept):
-            facts.add_call(entry)
-            item = item_for(entry, facts)
+            facts.add_call(entry, self._texts[index])
+            item = item_for(entry, facts, self._item_words)
             if index not in self.rationales or index in redo:
                 step = Step(index, entry, item, facts, step_seed(self.seed, index))
                 failure = await self._one(step, offset)
@@ -122,7 +143,7 @@ class TraceWriter:
     def trajectory(self) -> Trajectory:
         """The trajectory with the rationales written so far (every step has one after :meth:`write`)."""
         rationales = [self.rationales[i] for i in range(len(self.kept))]
-        return assemble(self.source, self.task, self.kept, rationales)
+        return assemble(self.source, self.task, self.kept, rationales, self._texts)
 
     def undriven(self, built: Trajectory) -> set[int]:
         """The kept calls the axis step classifier does not read as driven, where rewriting could help.

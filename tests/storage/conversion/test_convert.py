@@ -6,6 +6,7 @@ import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from judging.axis import NARRATION_SHARE, narration_template_share
+from storage.conversion import pruning
 from storage.conversion.convert import (
     Conversion,
     ConversionConfig,
@@ -99,6 +101,36 @@ def test_pruning_replays_the_same_bytes_and_never_changes_the_outcome(
             )
             == (trace.judgment.outcome, trace.judgment.success)
         )
+
+
+def test_replay_runs_again_only_the_calls_after_a_dropped_one(
+    synth_index: SearchIndex,
+    converted: list[tuple[JudgedTrace, Conversion]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ctx = ToolContext(index=synth_index)
+    runs: list[int] = []
+    real = pruning.run_logged
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append(kwargs["seq"])
+        return real(*args, **kwargs)
+
+    for trace, conversion in converted:
+        if not isinstance(conversion, Converted) or not conversion.pruned:
+            continue
+        episode = tuple(sorted(trace.tool_log, key=lambda e: e.seq))
+        kept = conversion.tool_log
+        shared = next(i for i, (a, b) in enumerate(zip(kept, episode, strict=False)) if a is not b)
+        runs.clear()
+        monkeypatch.setattr(pruning, "run_logged", counted)
+        assert replays_identically(kept, ctx, episode=episode)
+        assert runs == [e.seq for e in kept[shared:]]  # the episode's own first calls are not run again
+        monkeypatch.undo()
+        # A changed entry is never one of the episode's own: it is run again, wherever it stands.
+        for i in range(len(kept)):
+            changed = kept[i].model_copy(update={"result": kept[i].result + " "})
+            assert not replays_identically((*kept[:i], changed, *kept[i + 1 :]), ctx, episode=episode)
 
 
 def test_converted_narration_is_not_one_template_across_tasks(
