@@ -15,6 +15,9 @@ baseline through a logging caller, judged by the rule checks). Then:
   in the same run, into the same kind of export: today's funnel (no converter: B aside) and
   with conversion; the ratio is what the issue's "no slower than half" is checked against.
 
+Everything runs with the collector thresholds ``arena curate`` and ``arena convert`` use
+(``neurons.batch.batch_collector``); ``--default-gc`` keeps CPython's defaults, to compare.
+
 Every figure has a wall-clock rate and a CPU rate (this process's CPU time: what the work
 costs when another job shares the cores). ``digest`` fields hash what was produced (the
 writer's trajectories of its last pass; every conversion's ``arena convert`` line; the JSONL
@@ -37,6 +40,7 @@ import platform
 import sys
 import tempfile
 import time
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,7 @@ from arena.index import build_index, open_index  # noqa: E402
 from arena.synth import iter_synth_products  # noqa: E402
 from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
 from judging.types import Judgment  # noqa: E402
+from neurons.batch import batch_collector  # noqa: E402
 from storage import repository  # noqa: E402
 from storage.conversion.convert import (  # noqa: E402
     Converted,
@@ -81,6 +86,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="writer passes over the traces")
     parser.add_argument("--n", type=int, default=6_000, help="stored traces to curate (episodes repeated)")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--default-gc", action="store_true", help="CPython's collector thresholds, not the batch commands'"
+    )
     return parser.parse_args()
 
 
@@ -222,7 +230,8 @@ def main() -> None:
             "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         },
     }
-    with tempfile.TemporaryDirectory() as tmp:
+    results["gc"] = "default" if args.default_gc else "batch"
+    with tempfile.TemporaryDirectory() as tmp, nullcontext() if args.default_gc else batch_collector():
         root = Path(tmp)
         write_products(iter_synth_products(args.products, 21), root / "catalog.jsonl")
         build_index([root / "catalog.jsonl"], root / "index")

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))  # the synthetic traces and the PostgreSQL harness
 from sqlalchemy import Engine, text  # noqa: E402
 
 from arena.clusters import assign_clusters  # noqa: E402
+from neurons.batch import batch_collector  # noqa: E402
 from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402
 from storage.export import curate_and_export  # noqa: E402
 from storage.gates import CurationConfig  # noqa: E402
@@ -161,7 +162,12 @@ def curation(url: str) -> dict[str, Any]:
     # The factory labels axes A/B/mixed/unknown in turn; take all but B so most traces reach dedup.
     config = CurationConfig(axes=("A", "mixed", "unknown"))
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    with tempfile.TemporaryDirectory(prefix="arena-curate-bench-") as tmp, maker() as session:
+    # As ``arena curate`` runs it: with the batch commands' collector thresholds (neurons.batch).
+    with (
+        tempfile.TemporaryDirectory(prefix="arena-curate-bench-") as tmp,
+        maker() as session,
+        batch_collector(),
+    ):
         began = time.perf_counter()
         funnel = curate_and_export(session, Path(tmp) / "export", config=config)
         seconds = time.perf_counter() - began

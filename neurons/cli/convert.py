@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from judging.types import AXES
+from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from storage.conversion.convert import ConversionConfig, Converter, convert_judged
 from storage.conversion.lines import UNREADABLE, conversion_line, read_traces
@@ -98,7 +99,11 @@ def convert_command(
     counts: Counter[str] = Counter()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("w", encoding="utf-8") as sink, progress("converting", None) as update:
+        with (
+            out.open("w", encoding="utf-8") as sink,
+            progress("converting", None) as update,
+            batch_collector(),
+        ):
             for line in _convert_all(_sources(db, traces, limit), converter, wanted, concurrency, counts):
                 sink.write(json.dumps(line, ensure_ascii=False) + "\n")
                 update(sum(counts.values()))

@@ -11,6 +11,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from arena.errors import SearchIndexError
+from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
 from storage.conversion.convert import Converter
@@ -129,7 +130,8 @@ def curate(
     except CurationError as exc:
         fail(str(exc))
     converter = None if no_convert or not config.convert_axes else _converter(index, worlds)
-    funnel = _run(db, out, config, formats, converter)
+    with batch_collector():
+        funnel = _run(db, out, config, formats, converter)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
         CURATION_ROWS.labels(stage=stage, direction="out").set(n_out)
