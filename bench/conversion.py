@@ -55,16 +55,11 @@ from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
 from judging.types import Judgment  # noqa: E402
 from neurons.batch import batch_collector  # noqa: E402
 from storage import repository  # noqa: E402
-from storage.conversion.convert import (  # noqa: E402
-    Converted,
-    Converter,
-    convert_judged,
-    run_now,
-    source_hash,
-)
+from storage.conversion.convert import Converter, convert_judged, run_now, source_hash  # noqa: E402
 from storage.conversion.facts import task_facts  # noqa: E402
 from storage.conversion.lines import conversion_line  # noqa: E402
 from storage.conversion.pruning import prune  # noqa: E402
+from storage.conversion.results import Converted  # noqa: E402
 from storage.conversion.template import TemplateWriter  # noqa: E402
 from storage.conversion.writing import TraceWriter, memoised  # noqa: E402
 from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402

@@ -30,7 +30,8 @@ from sqlalchemy.orm import Session
 from judging.axis import axis_for_miner
 from judging.types import Axis
 from storage.chat import ChatRecord, normalise
-from storage.conversion.convert import NATIVE, Converted, Converter, Provenance, convert_judged, run_now
+from storage.conversion.convert import Converter, convert_judged, run_now
+from storage.conversion.results import NATIVE, Converted, Provenance
 from storage.funnel import Funnel
 from storage.gates import (
     MAIN,

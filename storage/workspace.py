@@ -71,7 +71,7 @@ class Row:
     ``record`` is the canonical chat document (``{"messages", "prompt_length", "toolset"}``) as
     JSON text, encoded once when the trace is added and decoded once per read row (``document``),
     only by the stages that write it out. The table's columns are this class's fields, in order.
-    Then come the export's provenance columns (``storage.conversion.convert.Provenance``):
+    Then come the export's provenance columns (``storage.conversion.results.Provenance``):
     ``origin`` ``native`` or ``converted``, and for a converted trace its source's content hash,
     the converter version and the writer; last the world the trace ran on (null: a static task).
     """

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from storage.conversion.convert import Conversion, Converted
+from storage.conversion.results import Conversion, Converted
 from storage.records import JudgedTrace
 
 UNREADABLE = "unreadable"

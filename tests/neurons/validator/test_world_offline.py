@@ -26,7 +26,8 @@ from neurons.cli import app
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.rounds import run_round
 from neurons.validator.worlds import RoundWorld
-from storage.conversion.convert import Converted, Converter, Dropped, convert_judged
+from storage.conversion.convert import Converter, convert_judged
+from storage.conversion.results import Converted, Dropped
 from storage.records import JudgedTrace
 from tests.neurons.conftest import LocalNet
 from tests.neurons.rig import all_traces, make_sessions, running_rig

@@ -16,17 +16,10 @@ from arena.index import SearchIndex
 from arena.tools import ToolContext
 from judging.axis import NARRATION_SHARE, narration_template_share
 from storage.conversion import pruning
-from storage.conversion.convert import (
-    Conversion,
-    ConversionConfig,
-    Converted,
-    Converter,
-    Dropped,
-    convert,
-    convert_judged,
-)
+from storage.conversion.convert import Converter, convert, convert_judged
 from storage.conversion.facts import as_number, digit_tokens
 from storage.conversion.pruning import replays_identically
+from storage.conversion.results import Conversion, ConversionConfig, Converted, Dropped
 from storage.conversion.teacher import TeacherWriter
 from storage.records import JudgedTrace
 

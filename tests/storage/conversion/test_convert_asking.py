@@ -20,8 +20,9 @@ from arena.world.types import HeldAttribute, ShopperProfile, WorldPack
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import ShopperEvidence
 from judging.world import WorldJudging
-from storage.conversion.convert import Conversion, Converted, Converter, Dropped, convert, convert_judged
+from storage.conversion.convert import Converter, convert, convert_judged
 from storage.conversion.facts import FactTable, as_number, digit_tokens, task_facts
+from storage.conversion.results import Conversion, Converted, Dropped
 from storage.conversion.step import Step
 from storage.conversion.teacher import TeacherWriter
 from storage.conversion.verify import unsupported

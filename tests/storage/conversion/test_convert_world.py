@@ -19,7 +19,8 @@ from arena.world.overlay import WorldOverlay
 from arena.world.types import WorldPack
 from judging.world import WorldJudging
 from storage import repository
-from storage.conversion.convert import Converted, Converter, Dropped, convert_judged
+from storage.conversion.convert import Converter, convert_judged
+from storage.conversion.results import Converted, Dropped
 from storage.export import curate_and_export
 from storage.formats import WORLD_COLUMNS
 from storage.gates import CurationConfig

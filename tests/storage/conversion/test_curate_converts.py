@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from arena.index import SearchIndex
 from storage import repository
-from storage.conversion.convert import CONVERTER_VERSION, Converter
+from storage.conversion.convert import Converter
+from storage.conversion.results import CONVERTER_VERSION
 from storage.export import curate_and_export
 from storage.formats import PROVENANCE_COLUMNS
 from storage.gates import CurationConfig
