@@ -134,20 +134,7 @@ def test_an_answer_after_re_checking_succeeds_and_its_price_is_grounded_at_the_n
 ) -> None:
     world, task = changed
     first, then = task.revisions[0], task.revisions[1]
-    trajectory, log = _episode(
-        world,
-        task,
-        [
-            ("find_product", _search(world, task), "Searching."),
-            ("view_product_information", {"product_ids": first.product_id}, "Checking the cheapest."),
-            ("find_product", _search(world, task), "Prices move: checking again before I answer."),
-            (
-                "recommend_product",
-                {"product_ids": then.product_id},
-                f"{then.product_id} is now the cheapest, priced at {then.price:g}.",
-            ),
-        ],
-    )
+    trajectory, log = _rechecking_episode(world, task, "Prices move", "is now the cheapest")
     assert [e.world_version for e in log] == [0, 0, 1, 1]
     assert _shown(log, 2)[then.product_id] == then.price and _shown(log, 2)[first.product_id] > then.price
     judgment = _judged(world, task, trajectory, log)
@@ -180,6 +167,27 @@ def test_a_price_misquoted_against_every_version_is_still_a_misquote(
     grounding = next(c for c in _judged(world, task, trajectory, log).checks if c.name == "grounding")
     (claim,) = grounding.evidence_as(GroundingEvidence).claims
     assert not claim.correct and claim.world_version == 1 and "misquoted" in grounding.explanation
+
+
+def _rechecking_episode(
+    world: WorldOverlay, task: WorldTask, moves: str, answer: str
+) -> tuple[Trajectory, list[ToolLogEntry]]:
+    """Search, view the cheapest, search again (``moves``: why), then recommend the new cheapest."""
+    first, then = task.revisions[0], task.revisions[1]
+    return _episode(
+        world,
+        task,
+        [
+            ("find_product", _search(world, task), "Searching."),
+            ("view_product_information", {"product_ids": first.product_id}, "Checking the cheapest."),
+            ("find_product", _search(world, task), f"{moves}: checking again before I answer."),
+            (
+                "recommend_product",
+                {"product_ids": then.product_id},
+                f"{then.product_id} {answer}, priced at {then.price:g}.",
+            ),
+        ],
+    )
 
 
 def _stock(log: list[ToolLogEntry], seq: int) -> dict[str, int]:
@@ -221,20 +229,7 @@ def test_an_answer_on_a_listing_sold_out_before_it_fails_as_out_of_stock(
 def test_an_answer_after_re_checking_the_stock_succeeds(sold_out: tuple[WorldOverlay, WorldTask]) -> None:
     world, task = sold_out
     first, then = task.revisions[0], task.revisions[1]
-    trajectory, log = _episode(
-        world,
-        task,
-        [
-            ("find_product", _search(world, task), "Searching."),
-            ("view_product_information", {"product_ids": first.product_id}, "Checking the cheapest."),
-            ("find_product", _search(world, task), "Stock moves: checking again before I answer."),
-            (
-                "recommend_product",
-                {"product_ids": then.product_id},
-                f"{then.product_id} is the cheapest in stock now, priced at {then.price:g}.",
-            ),
-        ],
-    )
+    trajectory, log = _rechecking_episode(world, task, "Stock moves", "is the cheapest in stock now")
     assert _stock(log, 2)[first.product_id] == 0 and then.product_id != first.product_id
     judgment = _judged(world, task, trajectory, log)
     assert judgment.success and judgment.score > 0.9
