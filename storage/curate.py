@@ -19,19 +19,21 @@ tasks, which the run keeps as read (``Curation.tasks``: each task validated once
 
 from __future__ import annotations
 
-import json
+import gc
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import partial
 
 from sqlalchemy.orm import Session
 
 from judging.axis import axis_for_miner
 from judging.types import Axis
-from storage.chat import ChatRecord, normalise
-from storage.conversion.convert import Converter, convert_judged, run_now
-from storage.conversion.results import NATIVE, Converted, Provenance
+from storage.chat import normalise
+from storage.conversion.convert import Converter
+from storage.conversion.pool import ConversionPool
+from storage.convert_stage import Outcome, convert_outcome, count_outcome, native_outcome
 from storage.funnel import Funnel
 from storage.gates import (
     MAIN,
@@ -39,16 +41,13 @@ from storage.gates import (
     Gate,
     Stream,
     axis_route,
-    cluster_of,
     converts,
-    grounded,
     hard_reject,
-    positive,
     reasoning_gate,
     turn_rewards,
 )
 from storage.records import JudgedTrace
-from storage.signature import jaccard, strategy, structural_score
+from storage.signature import jaccard
 from storage.split import Curation, split_and_audit, surviving_tasks
 from storage.traces import PAGE_CHARS, iter_judged, judged_miners, recent_trajectories
 from storage.workspace import KEPT, Observed, Row, Workspace
@@ -64,6 +63,7 @@ def curate(
     audit_all_tasks: bool = False,
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
+    workers: int = 1,
 ) -> Curation:
     """Run the funnel over every judged trace in the database.
 
@@ -77,6 +77,9 @@ def curate(
         converter: the search index the traces were judged on, the rationale writer and the
             conversion settings; None turns the conversion stage off (nothing to replay against):
             B traces then go aside and the other labels to convert are dropped, as before.
+        workers: conversion worker processes (``storage.conversion.pool``), where the converter
+            was opened from a spec (``ConverterSpec.open``); otherwise, or at 1, conversion runs
+            in this process. The export is the same byte for byte either way.
 
     Raises:
         SplitLeakError: the task audit finds a leak across the train / eval split.
@@ -89,7 +92,12 @@ def curate(
     curation = Curation(config=config, workspace=workspace, funnel=funnel)
     if converter is None and config.convert_axes:
         funnel.stages["convert"].notes["off"] = "no search index"
-    read, last_seq = _ingest(session, curation, progress, miner_axes, converter)
+    job = partial(convert_outcome, config=config)
+    count = workers if converter is not None and converter.spec is not None else 1
+    # The workers start with this process's collector thresholds (a batch command's, raised).
+    threshold = gc.get_threshold()
+    with ConversionPool(job, converter=converter, workers=count, gc_threshold=threshold) as pool:
+        read, last_seq = _ingest(session, curation, progress, miner_axes, pool)
     funnel.source = {"traces": read, "last_seq": last_seq}
     _dedup(workspace, config, funnel)
     task_ids = set(curation.tasks) if audit_all_tasks else surviving_tasks(workspace)
@@ -125,41 +133,32 @@ def _ingest(
     curation: Curation,
     progress: Callable[[int], None] | None,
     miner_axes: dict[str, Axis],
-    converter: Converter | None,
+    pool: ConversionPool[JudgedTrace, Outcome],
 ) -> tuple[int, int]:
+    """Stream every trace through stages 1-6 into the workspace; the traces read and the last seq."""
     workspace, config, funnel = curation.workspace, curation.config, curation.funnel
     read, last_seq, page, page_chars = 0, 0, [], 0
+
+    def take(outcomes: Iterator[Outcome]) -> None:
+        nonlocal page_chars
+        for outcome in outcomes:  # in trace order, whichever process converted
+            row = count_outcome(funnel, outcome)
+            if row is not None:
+                page.append(row)
+                page_chars += len(row.record)
+
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
-        curation.tasks.setdefault(trace.task.task_id, trace.task)
-        if trace.episode.world_id is not None:
-            curation.worlds.setdefault(
-                trace.task.task_id,
-                {"world_id": trace.episode.world_id, "pack_hash": trace.episode.pack_hash},
-            )
-        workspace.add_observed(
-            [
-                Observed(
-                    seq=trace.seq,
-                    task_id=trace.task.task_id,
-                    episode_id=trace.episode.episode_id,
-                    miner=trace.episode.miner_hotkey,
-                    score=trace.judgment.score,
-                    success=trace.judgment.success,
-                    turn_rewards=tuple(turn_rewards(trace)),
-                )
-            ]
-        )
-        row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey), converter)
-        if row is not None:
-            page.append(row)
-            page_chars += len(row.record)
+        _observe(trace, curation)
+        _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey), pool)
+        take(pool.ready())
         if read % config.batch_size == 0 or page_chars >= PAGE_CHARS:
             workspace.add_traces(page)
             workspace.commit()
             page, page_chars = [], 0
             if progress:
                 progress(read)
+    take(pool.rest())
     workspace.add_traces(page)
     workspace.commit()
     if progress:
@@ -167,67 +166,60 @@ def _ingest(
     return read, last_seq
 
 
+def _observe(trace: JudgedTrace, curation: Curation) -> None:
+    """What the split, the audit and the GRPO rows need of every trace read, kept or not."""
+    curation.tasks.setdefault(trace.task.task_id, trace.task)
+    if trace.episode.world_id is not None:
+        curation.worlds.setdefault(
+            trace.task.task_id,
+            {"world_id": trace.episode.world_id, "pack_hash": trace.episode.pack_hash},
+        )
+    curation.workspace.add_observed(
+        [
+            Observed(
+                seq=trace.seq,
+                task_id=trace.task.task_id,
+                episode_id=trace.episode.episode_id,
+                miner=trace.episode.miner_hotkey,
+                score=trace.judgment.score,
+                success=trace.judgment.success,
+                turn_rewards=tuple(turn_rewards(trace)),
+            )
+        ]
+    )
+
+
 def _stages(
     trace: JudgedTrace,
     config: CurationConfig,
     funnel: Funnel,
     miner_axis: Axis | None,
-    converter: Converter | None = None,
-) -> Row | None:
-    """Run stages 1-6 on one trace; return its workspace row, or None when it is dropped."""
+    pool: ConversionPool[JudgedTrace, Outcome],
+) -> None:
+    """Run stages 1-4 on one trace; hand what survives to stage 5 (``pool``: converted, or as it is)."""
     funnel.entered("normalise")
     record = normalise(trace)
     if isinstance(record, str):
         funnel.drop("normalise", record)
-        return None
+        return
     funnel.passed("normalise")
     funnel.entered("hard_rejects")
     reason = hard_reject(trace)
     if reason:
         funnel.drop("hard_rejects", reason)
-        return None
+        return
     funnel.passed("hard_rejects")
     stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
+    converting = pool.converter is not None
     if stream == MAIN:
-        route = axis_route(trace.judgment, config, miner_axis, convert=converter is not None)
+        route = axis_route(trace.judgment, config, miner_axis, convert=converting)
         stream = _gate(funnel, "axis", route)
     if stream is None:
-        return None
-    provenance = NATIVE
-    if stream == MAIN:
-        funnel.entered("convert")
-        if converter is not None and converts(trace.judgment, config, miner_axis):
-            converted = _convert(trace, converter, funnel)
-            if converted is None:
-                return None
-            trace, record, provenance = converted
-        funnel.passed("convert")
-        notes = funnel.stages["convert"].notes
-        notes[provenance.origin] = notes.get(provenance.origin, 0) + 1
-        funnel.entered("ranking")
-        funnel.passed("ranking")
-    return _workspace_row(trace, record, stream, config, provenance)
-
-
-def _convert(
-    trace: JudgedTrace, converter: Converter, funnel: Funnel
-) -> tuple[JudgedTrace, ChatRecord, Provenance] | None:
-    """Stage 5 on a trace to convert: the converted trace, its record and provenance, or None (dropped)."""
-    result = run_now(lambda: convert_judged(trace, converter))
-    if not isinstance(result, Converted):
-        funnel.drop("convert", result.reason)
-        return None
-    converted = trace.model_copy(
-        update={"trajectory": result.trajectory, "tool_log": result.tool_log, "judgment": result.judgment}
-    )
-    record = normalise(converted)
-    if isinstance(record, str):  # the converter writes the canonical schema: a bug, counted not raised
-        funnel.drop("convert", f"normalise:{record}")
-        return None
-    notes = funnel.stages["convert"].notes
-    for key, n in (("pruned_calls", len(result.pruned)), ("unpruned", int(result.unpruned))):
-        notes[key] = notes.get(key, 0) + n
-    return converted, record, result.provenance
+        return
+    if stream == MAIN and converting and converts(trace.judgment, config, miner_axis):
+        pool.submit(trace)
+    else:
+        pool.add(native_outcome(trace, record, stream, config))
 
 
 def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
@@ -241,51 +233,6 @@ def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
         funnel.drop(stage, gate.reason)
         return None
     return gate.stream
-
-
-def _workspace_row(
-    trace: JudgedTrace,
-    record: ChatRecord,
-    stream: Stream,
-    config: CurationConfig,
-    provenance: Provenance = NATIVE,
-) -> Row:
-    judgment, task = trace.judgment, trace.task
-    keys = strategy(record)
-    versions = {
-        "scorer": judgment.versions.scorer,
-        "judge_model": judgment.versions.judge_model,
-        "prompt_hash": judgment.versions.prompt_hash,
-        "catalog": judgment.versions.catalog_version or task.catalog_version,
-        "toolset": record.toolset,
-        "generator": task.generator_version,
-    }
-    document = {"messages": record.messages, "prompt_length": record.prompt_length, "toolset": record.toolset}
-    return Row(
-        seq=trace.seq,
-        episode_id=trace.episode.episode_id,
-        task_id=task.task_id,
-        cluster=cluster_of(task),
-        miner=trace.episode.miner_hotkey,
-        stream=stream,
-        success=judgment.success,
-        label=positive(judgment, config),
-        grounded=grounded(judgment),
-        score=judgment.score,
-        structural=structural_score(judgment),
-        exact=keys.exact,
-        steps=keys.steps,
-        answer=keys.answer,
-        judgment_hash=judgment.content_hash,
-        versions=versions,
-        record=json.dumps(document, ensure_ascii=False),
-        origin=provenance.origin,
-        source_hash=provenance.source_hash,
-        converter_version=provenance.converter_version,
-        writer=provenance.writer,
-        world_id=trace.episode.world_id,
-        pack_hash=trace.episode.pack_hash,
-    )
 
 
 def _dedup(workspace: Workspace, config: CurationConfig, funnel: Funnel) -> None:

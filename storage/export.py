@@ -133,6 +133,7 @@ def curate_and_export(
     source: str = "",
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Run the funnel over the database and write the export to ``out_dir``; return ``funnel.json``'s content.
 
@@ -145,6 +146,7 @@ def curate_and_export(
         progress: called with the number of traces read so far.
         converter: what the conversion stage needs (``storage.conversion.convert.Converter``:
             the search index, the writer, the settings); None: no conversion.
+        workers: conversion worker processes, for a converter opened from a spec (``curate``).
 
     Raises:
         CurationError: an unknown format, or an output that cannot be written.
@@ -162,6 +164,7 @@ def curate_and_export(
             audit_all_tasks="grpo" in formats,
             progress=progress,
             converter=converter,
+            workers=workers,
         )
         return export(curation, out_dir, formats=formats, source=source)
 

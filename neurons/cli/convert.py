@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -16,15 +18,12 @@ from judging.types import AXES
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from storage.conversion.convert import Converter, convert_judged
-from storage.conversion.lines import UNREADABLE, conversion_line, read_traces
+from storage.conversion.lines import UNREADABLE, conversion_line, converted_line, read_traces
+from storage.conversion.pool import ConversionPool, ConverterSpec, auto_workers
 from storage.conversion.results import ConversionConfig
 from storage.conversion.step import RationaleWriter
 from storage.conversion.template import TemplateWriter
 from storage.records import JudgedTrace
-
-if TYPE_CHECKING:
-    from arena.index import SearchIndex
-    from judging.world import WorldLookup
 
 TEACHER_KEY_ENV = "ARENA_TEACHER_API_KEY"
 
@@ -65,6 +64,15 @@ def convert_command(
         str | None, typer.Option("--teacher-model", envvar="ARENA_TEACHER_MODEL", help="The teacher's model.")
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Traces converted at once (a teacher).")] = 4,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Worker processes for the template writer (0: one per core for a large input, else 1; "
+            "a teacher converts in this process, --concurrency at a time); the output is the same.",
+        ),
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Convert judged traces into agentic trajectories: a rationale per call, re-judged.
@@ -86,17 +94,19 @@ def convert_command(
     if unknown:
         fail(f"--axes: unknown label(s) {', '.join(unknown)} (known: {', '.join(AXES)})")
     from arena.errors import SearchIndexError
-    from arena.index import open_index
 
+    _check_worlds(worlds)
+    config = ConversionConfig(prune=not no_prune)
     try:
-        search_index = open_index(index)
+        converter = ConverterSpec(index_dir=index, worlds_dir=worlds, config=config).open()
     except SearchIndexError as exc:
         fail(f"--index: {exc}")
+    search_index = converter.index
     writer = _writer(teacher_base_url, teacher_model)
-    config = ConversionConfig(prune=not no_prune)
-    converter = Converter(
-        index=search_index, writer=writer, config=config, worlds=_worlds(worlds, search_index)
-    )
+    if not isinstance(writer, TemplateWriter):  # a teacher's client stays in this process
+        converter = replace(converter, writer=writer, spec=None)
+    elif workers == 0:
+        workers = auto_workers(_count(db, traces, limit))
     counts: Counter[str] = Counter()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +115,13 @@ def convert_command(
             progress("converting", None) as update,
             batch_collector(),
         ):
-            for line in _convert_all(_sources(db, traces, limit), converter, wanted, concurrency, counts):
+            sources = _sources(db, traces, limit)
+            lines = (
+                _pooled(sources, converter, wanted, workers, counts)
+                if converter.spec is not None
+                else _convert_all(sources, converter, wanted, concurrency, counts)
+            )
+            for line in lines:
                 sink.write(json.dumps(line, ensure_ascii=False) + "\n")
                 update(sum(counts.values()))
     except OSError as exc:
@@ -121,15 +137,38 @@ def convert_command(
     typer.echo(f"wrote {out}")
 
 
-def _worlds(root: Path | None, index: SearchIndex) -> WorldLookup | None:
-    """The world lookup over ``root`` (None without one); a path that holds no pack fails."""
+def _check_worlds(root: Path | None) -> None:
+    """Fail when ``root`` is given and holds no world pack."""
     if root is None:
-        return None
-    from judging.world import pack_directories, world_lookup
+        return
+    from judging.world import pack_directories
 
     if not root.is_dir() or not pack_directories(root):
         fail(f"--worlds: no world pack at or under {root}")
-    return world_lookup(root, index)
+
+
+def _count(db: str | None, traces: Path | None, limit: int | None) -> int | None:
+    """How many sources there are, where that is cheap to know (a file's lines, the database's count)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from storage.db import make_engine, make_sessionmaker
+    from storage.errors import StorageError
+    from storage.traces import count_judged
+
+    try:
+        if traces is not None:
+            with traces.open(encoding="utf-8") as handle:
+                n = sum(1 for line in handle if line.strip())
+        else:
+            engine = make_engine(str(db))
+            try:
+                with make_sessionmaker(engine)() as session:
+                    n = count_judged(session)
+            finally:
+                engine.dispose()
+    except (OSError, UnicodeDecodeError, SQLAlchemyError, StorageError, ValueError):
+        return None  # uncountable: reading it fails next, with the error that says why
+    return n if limit is None else min(n, limit)
 
 
 def _writer(base_url: str | None, model: str | None) -> RationaleWriter:
@@ -198,6 +237,34 @@ def _convert_all(
             yield from _batch(batch, converter, counts)
             batch = []
     yield from _batch(batch, converter, counts)
+
+
+def _pooled(
+    sources: Iterator[JudgedTrace | str],
+    converter: Converter,
+    wanted: set[str],
+    workers: int,
+    counts: Counter[str],
+) -> Iterator[dict[str, Any]]:
+    """Convert the sources on ``workers`` processes (the template writer), in order; count every outcome."""
+    # The workers start with this process's collector thresholds (the batch command's, raised).
+    threshold = gc.get_threshold()
+    with ConversionPool(converted_line, converter=converter, workers=workers, gc_threshold=threshold) as pool:
+        for item in sources:
+            if isinstance(item, str):
+                pool.add({"status": "dropped", "reason": UNREADABLE, "detail": item})
+            elif wanted and item.judgment.axis not in wanted:
+                counts["skipped_axis"] += 1
+            else:
+                pool.submit(item)
+            yield from _counted(pool.ready(), counts)
+        yield from _counted(pool.rest(), counts)
+
+
+def _counted(lines: Iterator[dict[str, Any]], counts: Counter[str]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        counts["converted" if line["status"] == "converted" else f"dropped:{line['reason']}"] += 1
+        yield line
 
 
 def _batch(batch: list[JudgedTrace], converter: Converter, counts: Counter[str]) -> Iterator[dict[str, Any]]:

@@ -15,6 +15,7 @@ from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
 from storage.conversion.convert import Converter
+from storage.conversion.pool import ConverterSpec, auto_workers
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import CurationError, SplitLeakError, StorageError
 from storage.export import curate_and_export
@@ -94,6 +95,15 @@ def curate(
     no_convert: Annotated[
         bool, typer.Option("--no-convert", help="No conversion: B traces go aside to axis_b.jsonl.")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Conversion worker processes (0: one per core for a large database, else 1); "
+            "the export is the same with any number.",
+        ),
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the funnel summary as JSON.")] = False,
 ) -> None:
     """Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.
@@ -131,7 +141,7 @@ def curate(
         fail(str(exc))
     converter = None if no_convert or not config.convert_axes else _converter(index, worlds)
     with batch_collector():
-        funnel = _run(db, out, config, formats, converter)
+        funnel = _run(db, out, config, formats, converter, workers)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
         CURATION_ROWS.labels(stage=stage, direction="out").set(n_out)
@@ -151,8 +161,6 @@ def _labels(value: str) -> tuple[str, ...]:
 
 def _converter(index: Path | None, worlds: Path | None) -> Converter | None:
     """The conversion's converter on the given index and worlds (a bad one fails), or the validator's."""
-    from arena.index import open_index
-    from judging.world import world_lookup
     from neurons.validator.settings import ValidatorSettings
 
     data = ValidatorSettings.model_fields["data_dir"].default
@@ -163,14 +171,18 @@ def _converter(index: Path | None, worlds: Path | None) -> Converter | None:
         fail(f"--worlds: no directory {worlds}")
     packs = worlds or (data / "worlds").expanduser()
     try:
-        search_index = open_index(path)
+        return ConverterSpec(index_dir=path, worlds_dir=packs).open()
     except SearchIndexError as exc:
         fail(f"--index: {exc}")
-    return Converter(index=search_index, worlds=world_lookup(packs, search_index))
 
 
 def _run(
-    db: str, out: Path, config: CurationConfig, formats: tuple[str, ...], converter: Converter | None
+    db: str,
+    out: Path,
+    config: CurationConfig,
+    formats: tuple[str, ...],
+    converter: Converter | None,
+    workers: int,
 ) -> dict[str, Any]:
     try:
         url = make_url(db)
@@ -196,6 +208,7 @@ def _run(
                     source=source,
                     progress=update,
                     converter=converter,
+                    workers=workers or auto_workers(total),
                 )
     except SplitLeakError as exc:
         fail(str(exc), code=1)

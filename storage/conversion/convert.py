@@ -32,7 +32,7 @@ import asyncio
 import concurrent.futures
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from arena.index import SearchIndex
 from arena.index_types import ProductIndex
@@ -70,6 +70,9 @@ from storage.conversion.verify import judged_problem
 from storage.conversion.writing import TraceWriter, memoised
 from storage.records import JudgedTrace
 
+if TYPE_CHECKING:
+    from storage.conversion.pool import ConverterSpec
+
 _T = TypeVar("_T")
 
 
@@ -79,7 +82,8 @@ class Converter:
 
     ``worlds`` finds a world pack applied over ``index`` by pack hash (``judging.world.world_lookup``;
     None: no world known, and world traces drop as ``unknown_world``). ``tasks`` reads each
-    task's facts once for this converter's traces.
+    task's facts once for this converter's traces. ``spec``: how to open this converter again
+    in a worker process (``storage.conversion.pool``; None: it cannot be, as with a teacher).
     """
 
     index: SearchIndex
@@ -87,6 +91,7 @@ class Converter:
     config: ConversionConfig = field(default_factory=ConversionConfig)
     worlds: WorldLookup | None = None
     tasks: TaskFactsMemo = field(default_factory=TaskFactsMemo, compare=False, repr=False)
+    spec: ConverterSpec | None = None
 
 
 def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:

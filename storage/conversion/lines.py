@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from storage.conversion.convert import Converter, convert_judged, run_now
 from storage.conversion.results import Conversion, Converted
 from storage.records import JudgedTrace
 
@@ -47,3 +48,8 @@ def conversion_line(trace: JudgedTrace, conversion: Conversion) -> dict[str, Any
         "tool_log": [entry.model_dump(mode="json") for entry in conversion.tool_log],
         "judgment": conversion.judgment.model_dump(mode="json"),
     }
+
+
+def converted_line(converter: Converter, trace: JudgedTrace) -> dict[str, Any]:
+    """Convert one trace and return its output object (a conversion worker's job: the line crosses back)."""
+    return conversion_line(trace, run_now(lambda: convert_judged(trace, converter)))

@@ -75,3 +75,22 @@ def test_convert_reads_a_database_and_filters_by_axis(
 def test_convert_needs_exactly_one_source(tmp_path: Path, synth_index_dir: Path) -> None:
     code, output = run("--index", str(synth_index_dir), "--out", str(tmp_path / "o.jsonl"))
     assert code == 2 and "exactly one of --db and --traces" in output
+
+
+def test_convert_on_worker_processes_writes_the_same_lines(
+    tmp_path: Path, synth_index: SearchIndex, synth_index_dir: Path
+) -> None:
+    traces = scripted_traces(synth_index, 12, seed=7)
+    source = tmp_path / "traces.jsonl"
+    body = [t.model_dump_json() + "\n" for t in traces]
+    source.write_text("".join([*body[:5], "{not a trace}\n", *body[5:]]), encoding="utf-8")
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"converted-{workers}.jsonl"
+        code, output = run(
+            "--traces", str(source), "--index", str(synth_index_dir), "--out", str(out), "--workers", workers
+        )
+        assert code == 0, output
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert [line["status"] for line in lines(tmp_path / "converted-2.jsonl")][5] == "dropped"

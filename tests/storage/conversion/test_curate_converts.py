@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from arena.index import SearchIndex
 from storage import repository
 from storage.conversion.convert import Converter
+from storage.conversion.pool import ConverterSpec
 from storage.conversion.results import CONVERTER_VERSION
 from storage.export import curate_and_export
 from storage.formats import PROVENANCE_COLUMNS
@@ -77,3 +78,24 @@ def test_no_converter_sets_b_aside_as_before(
     assert stages["axis"]["out"] == stages["convert"]["in"] == stages["convert"]["out"] == 0
     assert stages["convert"]["notes"] == {"off": "no search index"}
     assert funnel["exports"]["sft"] == {"train": 0, "eval": 0}
+
+
+def test_curation_on_worker_processes_exports_the_same_bytes(
+    session: Session, tmp_path: Path, synth_index_dir: Path, harness_traces: list[JudgedTrace]
+) -> None:
+    _store(session, harness_traces)
+    converter = ConverterSpec(index_dir=synth_index_dir).open()
+    try:
+        funnels = [
+            curate_and_export(session, tmp_path / f"w{n}", config=CONFIG, converter=converter, workers=n)
+            for n in (1, 2)
+        ]
+    finally:
+        converter.index.close()
+    assert funnels[0]["stages"] == funnels[1]["stages"]
+    convert = next(s for s in funnels[1]["stages"] if s["stage"] == "convert")
+    assert convert["notes"]["converted"] > 0
+    files = sorted(p.relative_to(tmp_path / "w1") for p in (tmp_path / "w1").rglob("*.jsonl"))
+    assert files and all(
+        (tmp_path / "w1" / f).read_bytes() == (tmp_path / "w2" / f).read_bytes() for f in files
+    )
