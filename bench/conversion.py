@@ -33,10 +33,12 @@ Writes bench/results/conversion.json.
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 import time
@@ -57,7 +59,17 @@ from neurons.batch import batch_collector  # noqa: E402
 from storage import repository  # noqa: E402
 from storage.conversion.convert import Converter, convert_judged, run_now, source_hash  # noqa: E402
 from storage.conversion.facts import task_facts  # noqa: E402
-from storage.conversion.lines import conversion_line  # noqa: E402
+from storage.conversion.lines import conversion_line, converted_line  # noqa: E402
+from storage.conversion.pool import (  # noqa: E402
+    CHUNK,
+    IN_PROCESS,
+    START_AFTER,
+    ConversionPool,
+    ConverterSpec,
+    Job,
+    Workers,
+    available_cores,
+)
 from storage.conversion.pruning import prune  # noqa: E402
 from storage.conversion.results import Converted  # noqa: E402
 from storage.conversion.template import TemplateWriter  # noqa: E402
@@ -80,6 +92,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--tasks", type=int, default=300, help="distinct tasks (one harness episode each)")
     parser.add_argument("--repeat", type=int, default=3, help="writer passes over the traces")
     parser.add_argument("--n", type=int, default=6_000, help="stored traces to curate (episodes repeated)")
+    parser.add_argument(
+        "--workers", type=int, default=available_cores(), help="worker processes (pooled figures)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--default-gc", action="store_true", help="CPython's collector thresholds, not the batch commands'"
@@ -94,8 +109,63 @@ def _write(trace: JudgedTrace, writer: TemplateWriter, index: Any) -> Any:
     writing = TraceWriter(
         trace.task, trace.trajectory, kept, task_facts(trace.task), seed, writer, memoised(index.products), 3
     )
-    run_now(lambda: writing.write(set(), 0))
+    refused = run_now(lambda: writing.write(set(), 0))
+    if refused:  # the verifier refused every attempt at a step: conversion drops such a trace
+        return {"refused": refused}
     return writing.trajectory().to_wire()
+
+
+def _writer_job(converter: Converter, trace: JudgedTrace) -> Any:
+    """The writer pass of one trace, as a worker process runs it (on that worker's converter)."""
+    assert isinstance(converter.writer, TemplateWriter)
+    return _write(trace, converter.writer, converter.index)
+
+
+def _convert_job(converter: Converter, trace: JudgedTrace) -> Any:
+    """A whole conversion, as a worker process runs it: its ``arena convert`` line."""
+    return converted_line(converter, trace)
+
+
+def pooled_rate(
+    job: Job[JudgedTrace, Any], traces: list[JudgedTrace], converter: Converter, workers: int, repeat: int
+) -> dict[str, Any]:
+    """``job`` over the traces ``repeat`` times on ``workers`` processes, after a warm-up that starts them.
+
+    The start (spawning, imports, opening the index; about half a second of CPU per worker) is
+    timed apart: a batch command pays it once per run. ``cpu_seconds`` is this process's CPU
+    and the workers' together, start included (the workers' is read once they have exited).
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = time.process_time()
+    with ConversionPool(
+        job, converter=converter, workers=Workers(workers), gc_threshold=gc.get_threshold()
+    ) as pool:
+        started = time.perf_counter()
+        for trace in traces[: workers * CHUNK * 2]:  # every worker started, unmeasured
+            pool.submit(trace)
+        list(pool.rest())
+        startup = time.perf_counter() - started
+        out: list[Any] = []
+        started = time.perf_counter()
+        for _ in range(repeat):
+            out = []
+            for trace in traces:
+                pool.submit(trace)
+                out.extend(pool.ready())
+            out.extend(pool.rest())
+        seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    n = len(traces) * repeat
+    return {
+        "workers": workers,
+        "traces": n,
+        "seconds": round(seconds, 3),
+        "rate": round(n / seconds, 1),
+        "startup_seconds": round(startup, 3),
+        "cpu_seconds": round(time.process_time() - cpu + children, 3),
+        "digest": _digest(out),
+    }
 
 
 def _timed(n: int, seconds: float, cpu: float) -> dict[str, Any]:
@@ -175,7 +245,9 @@ def _copy(trace: JudgedTrace, k: int) -> JudgedTrace:
     )
 
 
-def curation(traces: list[JudgedTrace], n: int, converter: Converter, root: Path) -> dict[str, Any]:
+def curation(
+    traces: list[JudgedTrace], n: int, converter: Converter, root: Path, workers: int
+) -> dict[str, Any]:
     url = f"sqlite:///{root / 'bench.db'}"
     engine = make_engine(url)
     upgrade(engine)
@@ -193,23 +265,36 @@ def curation(traces: list[JudgedTrace], n: int, converter: Converter, root: Path
             )
     figures: dict[str, Any] = {"n": n}
     config = CurationConfig(split_by="none")
-    for name, conv in (("today", None), ("with_conversion", converter)):
+    runs = (
+        ("today", None, IN_PROCESS),
+        ("with_conversion", converter, IN_PROCESS),
+        ("with_conversion_workers", converter, Workers(workers, START_AFTER)),  # as the commands run
+    )
+    for name, conv, count in runs:
         with sessions() as session:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started, cpu = time.perf_counter(), time.process_time()
-            funnel = curate_and_export(session, root / f"export-{name}", config=config, converter=conv)
+            funnel = curate_and_export(
+                session, root / f"export-{name}", config=config, converter=conv, workers=count
+            )
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         stages = {s["stage"]: s for s in funnel["stages"]}
         exported = sorted((root / f"export-{name}").rglob("*.jsonl"))
         figures[name] = {
+            "workers": count.count,
             **_timed(n, seconds, cpu),
             "digest": _digest(f"{p.name}:{p.read_text(encoding='utf-8')}" for p in exported),
-            "convert": {k: stages["convert"][k] for k in ("in", "out", "dropped")},
+            "convert": {k: stages["convert"][k] for k in ("in", "out", "dropped", "notes")},
+            "dedup": {k: stages["dedup"][k] for k in ("in", "out", "dropped")},
             "axis_aside": stages["axis"]["aside"],
             "exports": {k: sum(v.values()) for k, v in funnel["exports"].items()},
         }
     engine.dispose()
     figures["ratio"] = round(figures["with_conversion"]["rate"] / figures["today"]["rate"], 3)
     figures["cpu_ratio"] = round(figures["with_conversion"]["cpu_rate"] / figures["today"]["cpu_rate"], 3)
+    figures["workers_ratio"] = round(figures["with_conversion_workers"]["rate"] / figures["today"]["rate"], 3)
     return figures
 
 
@@ -241,17 +326,33 @@ def main() -> None:
         print(f"== {len(traces)} judged harness traces", file=sys.stderr)
         results["writer"] = writer_rate(traces, index, args.repeat)
         print(f"writer: {results['writer']['rate']} traces/s", file=sys.stderr)
-        converter = Converter(index=index)
+        converter = ConverterSpec(index_dir=root / "index").open()
+        results["writer_workers"] = pooled_rate(_writer_job, traces, converter, args.workers, args.repeat)
+        print(
+            f"writer on {args.workers} workers: {results['writer_workers']['rate']} traces/s", file=sys.stderr
+        )
         results["convert"], converted = convert_rate(traces, converter)
         print(f"convert: {results['convert']['rate']} traces/s", file=sys.stderr)
+        results["convert_workers"] = pooled_rate(_convert_job, traces, converter, args.workers, args.repeat)
+        print(
+            f"convert on {args.workers} workers: {results['convert_workers']['rate']} traces/s",
+            file=sys.stderr,
+        )
         results["detector"] = detector(converted)
         print(f"detector: {results['detector']}", file=sys.stderr)
-        results["curate"] = curation(traces, args.n, converter, root)
+        results["curate"] = curation(traces, args.n, converter, root, args.workers)
+        converter.index.close()
         index.close()
     results["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     curate = results["curate"]
     writer, convert = results["writer"], results["convert"]
-    today, both = curate["today"], curate["with_conversion"]
+    today, both, pooled = curate["today"], curate["with_conversion"], curate["with_conversion_workers"]
+    print(
+        f"on {args.workers} workers: writer {results['writer_workers']['rate']} traces/s (digest "
+        f"{results['writer_workers']['digest']}), conversion {results['convert_workers']['rate']} traces/s "
+        f"(digest {results['convert_workers']['digest']}), curation with conversion {pooled['rate']} "
+        f"traces/s (digest {pooled['digest']}): ratio {curate['workers_ratio']}"
+    )
     print(
         f"writer {writer['rate']} traces/s (CPU {writer['cpu_rate']}; digest {writer['digest']}); "
         f"conversion {convert['rate']} traces/s "

@@ -1,10 +1,10 @@
-"""Curation's stages 5 and 6 for one trace: its conversion where its label asks for one, its workspace row.
+"""One trace's workspace row, and its conversion (curation's stage 6) where its label asks for one.
 
 :func:`convert_outcome` is what a conversion worker runs (``storage.conversion.pool``): the
 conversion, the converted trace's canonical record and its workspace row, so what crosses
 back to the curating process is one compact :class:`Outcome` (a row of strings and numbers),
-not the converted trace's models. :func:`count_outcome` is the funnel's side, run in trace
-order by the curating process whichever process converted.
+not the converted trace's models. ``storage.dedup`` counts it, in walk order, whichever
+process converted.
 """
 
 from __future__ import annotations
@@ -12,69 +12,58 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from storage.chat import ChatRecord, normalise
+from arena.arguments import split_product_ids
+from storage.chat import RECOMMEND, ChatRecord, normalise
 from storage.conversion.convert import Converter, convert_judged, run_now
-from storage.conversion.results import NATIVE, Converted, Provenance
-from storage.funnel import Funnel
+from storage.conversion.pruning import prune, questions_scored
+from storage.conversion.results import NATIVE, ConversionConfig, Converted, Provenance
 from storage.gates import MAIN, CurationConfig, Stream, cluster_of, grounded, positive
 from storage.records import JudgedTrace
-from storage.signature import strategy, structural_score
+from storage.signature import Strategy, strategy, strategy_of, structural_score
 from storage.workspace import Row
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """One trace past stage 4: its workspace row (None: dropped at conversion) and what the funnel counts.
+    """A conversion as the funnel counts it: the converted row, or None and the drop reason.
 
-    ``main``: it went through stages 5 and 6 (the main stream; a trace set aside did not).
-    ``drop``: the conversion's drop reason. ``pruned_calls`` and ``unpruned``: the conversion's
-    pruning, for the stage's notes.
+    ``pruned_calls`` and ``unpruned``: the conversion's pruning, for the stage's notes.
     """
 
     row: Row | None
-    main: bool
     drop: str | None = None
     pruned_calls: int = 0
     unpruned: int = 0
-
-
-def native_outcome(trace: JudgedTrace, record: ChatRecord, stream: Stream, config: CurationConfig) -> Outcome:
-    """A trace that stays as it is (not converted, or set aside)."""
-    return Outcome(workspace_row(trace, record, stream, config), main=stream == MAIN)
 
 
 def convert_outcome(converter: Converter, trace: JudgedTrace, *, config: CurationConfig) -> Outcome:
     """Stage 5 on a main-stream trace to convert: its converted row, or the drop (a worker's job)."""
     result = run_now(lambda: convert_judged(trace, converter))
     if not isinstance(result, Converted):
-        return Outcome(None, main=True, drop=result.reason)
+        return Outcome(None, drop=result.reason)
     converted = trace.model_copy(
         update={"trajectory": result.trajectory, "tool_log": result.tool_log, "judgment": result.judgment}
     )
     record = normalise(converted)
     if isinstance(record, str):  # the converter writes the canonical schema: a bug, counted not raised
-        return Outcome(None, main=True, drop=f"normalise:{record}")
+        return Outcome(None, drop=f"normalise:{record}")
     row = workspace_row(converted, record, MAIN, config, result.provenance)
-    return Outcome(row, main=True, pruned_calls=len(result.pruned), unpruned=int(result.unpruned))
+    return Outcome(row, pruned_calls=len(result.pruned), unpruned=int(result.unpruned))
 
 
-def count_outcome(funnel: Funnel, outcome: Outcome) -> Row | None:
-    """Count a trace through stages 5 and 6 (main stream only); return its row, or None when dropped."""
-    if not outcome.main:
-        return outcome.row
-    funnel.entered("convert")
-    if outcome.row is None:
-        funnel.drop("convert", outcome.drop or "unknown")
-        return None
-    notes = funnel.stages["convert"].notes
-    if outcome.row.origin == "converted":
-        for key, n in (("pruned_calls", outcome.pruned_calls), ("unpruned", outcome.unpruned)):
-            notes[key] = notes.get(key, 0) + n
-    funnel.passed("convert")
-    notes[outcome.row.origin] = notes.get(outcome.row.origin, 0) + 1
-    funnel.entered("ranking")
-    funnel.passed("ranking")
-    return outcome.row
+def prospective_keys(trace: JudgedTrace, config: ConversionConfig) -> Strategy:
+    """The dedup keys ``trace`` will have once converted: those of the calls conversion keeps.
+
+    A converted trajectory makes exactly the kept calls of the log, with their logged arguments,
+    and answers with the last ``recommend_product`` among them (pruning keeps the answer), so
+    dedup can screen a source before paying for its conversion. Where the conversion later
+    keeps every call (a pruned replay that differed), its own keys are checked again.
+    """
+    entries = tuple(sorted(trace.tool_log, key=lambda e: e.seq))
+    kept = prune(entries, keep_questions=questions_scored(trace.judgment)).kept if config.prune else entries
+    answers = [e.arguments.get("product_ids") for e in kept if e.tool == RECOMMEND]
+    ids, _ = split_product_ids(answers[-1] if answers else None)
+    return strategy_of([(e.tool, dict(e.arguments)) for e in kept], ids)
 
 
 def workspace_row(
@@ -83,10 +72,17 @@ def workspace_row(
     stream: Stream,
     config: CurationConfig,
     provenance: Provenance = NATIVE,
+    *,
+    pending: Strategy | None = None,
 ) -> Row:
-    """The row a surviving trace leaves in the workspace: dedup keys, rank, record, provenance."""
+    """The row a surviving trace leaves in the workspace: dedup keys, rank, record, provenance.
+
+    ``pending``: the trace is to convert, and these are its keys once converted
+    (:func:`prospective_keys`); its row ranks as a converted one (natives of its task first) and
+    holds the source until dedup converts it (``storage.dedup``).
+    """
     judgment, task = trace.judgment, trace.task
-    keys = strategy(record)
+    keys = pending or strategy(record)
     versions = {
         "scorer": judgment.versions.scorer,
         "judge_model": judgment.versions.judge_model,
@@ -114,13 +110,14 @@ def workspace_row(
         judgment_hash=judgment.content_hash,
         versions=versions,
         record=json.dumps(document, ensure_ascii=False),
-        origin=provenance.origin,
+        origin="converted" if pending is not None else provenance.origin,
         source_hash=provenance.source_hash,
         converter_version=provenance.converter_version,
         writer=provenance.writer,
         world_id=trace.episode.world_id,
         pack_hash=trace.episode.pack_hash,
+        pending=pending is not None,
     )
 
 
-__all__ = ["Outcome", "convert_outcome", "count_outcome", "native_outcome", "workspace_row"]
+__all__ = ["Outcome", "convert_outcome", "prospective_keys", "workspace_row"]

@@ -1,29 +1,33 @@
 """The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
 
 Stages (``storage.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
-5 convert (traces of the labels to convert become agentic trajectories, ``storage.conversion``;
-every other trace passes as it is), 6 ranking, 7 dedup and caps, 8 split (with the task audit
-enforced; ``storage.split``). The issue lists ranking
-after dedup; it runs before, because dedup collapses each group onto its best-ranked trace.
+5 ranking, 6 convert (traces of the labels to convert become agentic trajectories,
+``storage.conversion``, when dedup reaches them and their caps are open; every other trace
+passes as it is), 7 dedup and caps, 8 split (with the task audit enforced; ``storage.split``).
+Ranking runs before dedup, because dedup collapses each group onto its best-ranked trace;
+conversion runs inside dedup's walk (``storage.dedup``), because most traces of a busy task are
+capped, and converting them first was most of curation's time.
 
 Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces, fewer
 where their trajectories reach ``storage.traces.PAGE_CHARS``; the workspace is written at the
 same bound);
-stages 1-6 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
-``Row`` (canonical record, dedup keys, rank). Stage 7 then walks the workspace one leak cluster
-at a time, best-ranked first, holding only that cluster's kept step sets and cap counters. So
-memory is O(batch_size + largest cluster's kept traces + tasks), never O(traces); the disk
-holds the surviving records once. The split, the audit and the GRPO rows need the observed
-tasks, which the run keeps as read (``Curation.tasks``: each task validated once per run).
+stages 1-5 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
+``Row`` (canonical record, dedup keys, rank; a trace to convert as its source, pending). Stages
+6-7 then walk the workspace one leak cluster at a time, best-ranked first, holding only that
+cluster's kept step sets and cap counters, and the pool's window of sources being converted
+(re-read from the database). So memory is O(batch_size + window + largest cluster's kept
+traces + tasks), never O(traces); the disk holds the surviving records once. The split, the
+audit and the GRPO rows need the observed tasks, which the run keeps as read
+(``Curation.tasks``: each task validated once per run).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict
 from functools import partial
 
 from sqlalchemy.orm import Session
@@ -32,8 +36,9 @@ from judging.axis import axis_for_miner
 from judging.types import Axis
 from storage.chat import normalise
 from storage.conversion.convert import Converter
-from storage.conversion.pool import ConversionPool
-from storage.convert_stage import Outcome, convert_outcome, count_outcome, native_outcome
+from storage.conversion.pool import IN_PROCESS, ConversionPool, Job, Workers
+from storage.convert_stage import Outcome, convert_outcome, prospective_keys, workspace_row
+from storage.dedup import dedup
 from storage.funnel import Funnel
 from storage.gates import (
     MAIN,
@@ -47,10 +52,9 @@ from storage.gates import (
     turn_rewards,
 )
 from storage.records import JudgedTrace
-from storage.signature import jaccard
 from storage.split import Curation, split_and_audit, surviving_tasks
 from storage.traces import PAGE_CHARS, iter_judged, judged_miners, recent_trajectories
-from storage.workspace import KEPT, Observed, Row, Workspace
+from storage.workspace import Observed, Row, Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +67,7 @@ def curate(
     audit_all_tasks: bool = False,
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
-    workers: int = 1,
+    workers: Workers = IN_PROCESS,
 ) -> Curation:
     """Run the funnel over every judged trace in the database.
 
@@ -78,7 +82,7 @@ def curate(
             conversion settings; None turns the conversion stage off (nothing to replay against):
             B traces then go aside and the other labels to convert are dropped, as before.
         workers: conversion worker processes (``storage.conversion.pool``), where the converter
-            was opened from a spec (``ConverterSpec.open``); otherwise, or at 1, conversion runs
+            was opened from a spec (``ConverterSpec.open``); otherwise, or at one, conversion runs
             in this process. The export is the same byte for byte either way.
 
     Raises:
@@ -92,14 +96,15 @@ def curate(
     curation = Curation(config=config, workspace=workspace, funnel=funnel)
     if converter is None and config.convert_axes:
         funnel.stages["convert"].notes["off"] = "no search index"
-    job = partial(convert_outcome, config=config)
-    count = workers if converter is not None and converter.spec is not None else 1
+    read, last_seq = _ingest(session, curation, progress, miner_axes, converter)
+    funnel.source = {"traces": read, "last_seq": last_seq}
+    job: Job[JudgedTrace, Outcome | None] = partial(convert_outcome, config=config)
+    if converter is None or converter.spec is None:
+        workers = IN_PROCESS  # nothing to convert, or a converter that stays in this process
     # The workers start with this process's collector thresholds (a batch command's, raised).
     threshold = gc.get_threshold()
-    with ConversionPool(job, converter=converter, workers=count, gc_threshold=threshold) as pool:
-        read, last_seq = _ingest(session, curation, progress, miner_axes, pool)
-    funnel.source = {"traces": read, "last_seq": last_seq}
-    _dedup(workspace, config, funnel)
+    with ConversionPool(job, converter=converter, workers=workers, gc_threshold=threshold) as pool:
+        dedup(workspace, config, funnel, session=session, pool=pool)
     task_ids = set(curation.tasks) if audit_all_tasks else surviving_tasks(workspace)
     split_and_audit(session, curation, task_ids)
     logger.info(
@@ -133,32 +138,24 @@ def _ingest(
     curation: Curation,
     progress: Callable[[int], None] | None,
     miner_axes: dict[str, Axis],
-    pool: ConversionPool[JudgedTrace, Outcome],
+    converter: Converter | None,
 ) -> tuple[int, int]:
-    """Stream every trace through stages 1-6 into the workspace; the traces read and the last seq."""
+    """Stream every trace through stages 1-5 into the workspace; the traces read and the last seq."""
     workspace, config, funnel = curation.workspace, curation.config, curation.funnel
     read, last_seq, page, page_chars = 0, 0, [], 0
-
-    def take(outcomes: Iterator[Outcome]) -> None:
-        nonlocal page_chars
-        for outcome in outcomes:  # in trace order, whichever process converted
-            row = count_outcome(funnel, outcome)
-            if row is not None:
-                page.append(row)
-                page_chars += len(row.record)
-
     for trace in iter_judged(session, batch_size=config.batch_size):
         read, last_seq = read + 1, trace.seq
         _observe(trace, curation)
-        _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey), pool)
-        take(pool.ready())
+        row = _stages(trace, config, funnel, miner_axes.get(trace.episode.miner_hotkey), converter)
+        if row is not None:
+            page.append(row)
+            page_chars += len(row.record)
         if read % config.batch_size == 0 or page_chars >= PAGE_CHARS:
             workspace.add_traces(page)
             workspace.commit()
             page, page_chars = [], 0
             if progress:
                 progress(read)
-    take(pool.rest())
     workspace.add_traces(page)
     workspace.commit()
     if progress:
@@ -194,32 +191,35 @@ def _stages(
     config: CurationConfig,
     funnel: Funnel,
     miner_axis: Axis | None,
-    pool: ConversionPool[JudgedTrace, Outcome],
-) -> None:
-    """Run stages 1-4 on one trace; hand what survives to stage 5 (``pool``: converted, or as it is)."""
+    converter: Converter | None,
+) -> Row | None:
+    """Run stages 1-5 on one trace; its workspace row (pending where it is to convert), or None."""
     funnel.entered("normalise")
     record = normalise(trace)
     if isinstance(record, str):
         funnel.drop("normalise", record)
-        return
+        return None
     funnel.passed("normalise")
     funnel.entered("hard_rejects")
     reason = hard_reject(trace)
     if reason:
         funnel.drop("hard_rejects", reason)
-        return
+        return None
     funnel.passed("hard_rejects")
     stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
-    converting = pool.converter is not None
     if stream == MAIN:
-        route = axis_route(trace.judgment, config, miner_axis, convert=converting)
+        route = axis_route(trace.judgment, config, miner_axis, convert=converter is not None)
         stream = _gate(funnel, "axis", route)
     if stream is None:
-        return
-    if stream == MAIN and converting and converts(trace.judgment, config, miner_axis):
-        pool.submit(trace)
-    else:
-        pool.add(native_outcome(trace, record, stream, config))
+        return None
+    if stream != MAIN:
+        return workspace_row(trace, record, stream, config)
+    funnel.entered("ranking")
+    funnel.passed("ranking")
+    if converter is not None and converts(trace.judgment, config, miner_axis):
+        keys = prospective_keys(trace, converter.config)
+        return workspace_row(trace, record, stream, config, pending=keys)
+    return workspace_row(trace, record, stream, config)
 
 
 def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
@@ -233,62 +233,3 @@ def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:
         funnel.drop(stage, gate.reason)
         return None
     return gate.stream
-
-
-def _dedup(workspace: Workspace, config: CurationConfig, funnel: Funnel) -> None:
-    """Stage 7: per leak cluster, best-ranked first, drop exact and near duplicates, then apply the caps."""
-    total, low, high = 0.0, 1.0, 0.0
-    cluster: str | None = None
-    state = _ClusterState()
-    decisions: list[tuple[int, str]] = []
-    for row in workspace.ranked(MAIN):
-        if row.cluster != cluster:
-            cluster, state = row.cluster, _ClusterState()
-        funnel.entered("dedup")
-        total, low, high = total + row.structural, min(low, row.structural), max(high, row.structural)
-        verdict = state.decide(row, config)
-        decisions.append((row.seq, verdict))
-        if verdict == KEPT:
-            funnel.passed("dedup")
-        else:
-            funnel.drop("dedup", verdict)
-        if len(decisions) >= config.batch_size:
-            workspace.decide(decisions)
-            decisions = []
-    workspace.decide(decisions)
-    workspace.commit()
-    ranked = funnel.stages["ranking"].n_out
-    if ranked:
-        funnel.stages["ranking"].notes = {
-            "structural_mean": round(total / ranked, 4),
-            "structural_min": low,
-            "structural_max": high,
-        }
-
-
-@dataclass
-class _ClusterState:
-    """What dedup remembers within one leak cluster: kept signatures, kept step sets by answer, cap counts."""
-
-    exact: set[str] = field(default_factory=set)
-    steps_by_answer: dict[tuple[str, ...], list[frozenset[str]]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
-    per_task_miner: Counter[tuple[str, str, bool]] = field(default_factory=Counter)
-    per_task: Counter[tuple[str, bool]] = field(default_factory=Counter)
-
-    def decide(self, row: Row, config: CurationConfig) -> str:
-        if row.exact in self.exact:
-            return "exact_duplicate"
-        similar = self.steps_by_answer[row.answer]
-        if any(jaccard(row.steps, kept) >= config.near_dup_threshold for kept in similar):
-            return "near_duplicate"
-        if self.per_task_miner[(row.task_id, row.miner, row.success)] >= config.cap_per_task_miner:
-            return "cap_task_miner"
-        if self.per_task[(row.task_id, row.success)] >= config.cap_per_task:
-            return "cap_task"
-        self.exact.add(row.exact)
-        similar.append(row.steps)
-        self.per_task_miner[(row.task_id, row.miner, row.success)] += 1
-        self.per_task[(row.task_id, row.success)] += 1
-        return KEPT

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from storage.card import dataset_card
 from storage.conversion.convert import Converter
+from storage.conversion.pool import IN_PROCESS, Workers
 from storage.curate import curate
 from storage.errors import CurationError
 from storage.formats import FEATURES, FORMATS, ORIGINS, validate_row
@@ -133,7 +134,7 @@ def curate_and_export(
     source: str = "",
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
-    workers: int = 1,
+    workers: Workers = IN_PROCESS,
 ) -> dict[str, Any]:
     """Run the funnel over the database and write the export to ``out_dir``; return ``funnel.json``'s content.
 

@@ -20,8 +20,12 @@ STAGES: tuple[tuple[str, str], ...] = (
     ("hard_rejects", "any judge reject, fabricated tool results, an episode that did not complete"),
     ("reasoning_gate", "the reasoning judge's value against --min-reasoning; unscored per policy"),
     ("axis", "axis labels kept for imitation sets or to convert; B not converted set aside"),
-    ("convert", "converted labels (default B, mixed) rewritten as agentic trajectories, re-judged"),
     ("ranking", "structural score: verified, reformulations, depth, no loops, no hallucinated ids"),
+    (
+        "convert",
+        "converted labels (default B, mixed) rewritten as agentic trajectories, re-judged, "
+        "where dedup reaches them with their caps open",
+    ),
     ("dedup", "exact and near duplicate strategies per leak cluster; caps per (task, miner) and task"),
     ("split", "train / eval by leak cluster, audited for leaks across the split"),
 )

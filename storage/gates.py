@@ -70,7 +70,7 @@ class CurationConfig:
         convert_axes: axis labels whose traces the conversion stage rewrites into agentic
             trajectories (``storage.conversion``) when the run has a converter (a search index);
             empty turns conversion off. A label in ``axes`` is taken as it is, never converted.
-        cap_per_task_miner: traces kept per (task, miner, success) after dedup (stage 6).
+        cap_per_task_miner: traces kept per (task, miner, success) after dedup (stage 7).
         cap_per_task: traces kept per (task, success) after dedup.
         near_dup_threshold: step-set Jaccard at or above which two same-answer traces of one
             leak cluster are near duplicates.

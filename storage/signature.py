@@ -1,4 +1,4 @@
-"""Strategy signatures (curation stage 6's dedup keys) and the structural score (stage 5's ranking).
+"""Strategy signatures (curation stage 7's dedup keys) and the structural score (stage 5's ranking).
 
 Two traces follow the same strategy when they make the same calls and give the same answer:
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,8 +61,12 @@ def _calls(record: ChatRecord) -> list[tuple[str, dict[str, Any]]]:
 
 def strategy(record: ChatRecord) -> Strategy:
     """Compute a trace's exact signature and near-duplicate steps."""
-    calls = [(name, canonical_arguments(name, arguments)) for name, arguments in _calls(record)]
-    answer = answer_ids(record)
+    return strategy_of(_calls(record), answer_ids(record))
+
+
+def strategy_of(made: Sequence[tuple[str, dict[str, Any]]], answer: tuple[str, ...]) -> Strategy:
+    """The keys of a trace that makes these calls (tool, arguments as sent) and gives this answer."""
+    calls = [(name, canonical_arguments(name, arguments)) for name, arguments in made]
     digest = hashlib.sha256(canonical_json({"calls": calls, "answer": answer}).encode("utf-8")).hexdigest()
     return Strategy(
         exact=digest[:32], steps=frozenset(_step(name, args) for name, args in calls), answer=answer

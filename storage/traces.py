@@ -29,6 +29,16 @@ def get_judged(session: Session, *, episode_id: str) -> JudgedTrace | None:
     return next(_traces(session, [EpisodeRow.episode_id == episode_id], batch_size=1, limit=1), None)
 
 
+def judged_by_seq(session: Session, seqs: Sequence[int]) -> dict[int, JudgedTrace]:
+    """The judged episodes of these ``seq`` values, by seq (one that is gone is left out)."""
+    found: dict[int, JudgedTrace] = {}
+    for start in range(0, len(seqs), IN_CHUNK):
+        chunk = list(seqs[start : start + IN_CHUNK])
+        for trace in _traces(session, [EpisodeRow.seq.in_(chunk)], batch_size=len(chunk), limit=None):
+            found[trace.seq] = trace
+    return found
+
+
 def iter_judged(
     session: Session,
     *,

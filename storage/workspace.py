@@ -41,8 +41,11 @@ CREATE TABLE traces (
     converter_version TEXT,
     writer TEXT,
     world_id TEXT,
-    pack_hash TEXT
+    pack_hash TEXT,
+    pending INTEGER NOT NULL
 );
+CREATE TABLE converted AS SELECT * FROM traces WHERE 0;
+CREATE INDEX traces_task ON traces (task_id);
 CREATE INDEX traces_rank
     ON traces (stream, cluster, success DESC, origin DESC, structural DESC, score DESC, episode_id);
 CREATE TABLE decisions (seq INTEGER PRIMARY KEY, state TEXT NOT NULL);
@@ -73,7 +76,9 @@ class Row:
     only by the stages that write it out. The table's columns are this class's fields, in order.
     Then come the export's provenance columns (``storage.conversion.results.Provenance``):
     ``origin`` ``native`` or ``converted``, and for a converted trace its source's content hash,
-    the converter version and the writer; last the world the trace ran on (null: a static task).
+    the converter version and the writer; then the world the trace ran on (null: a static task).
+    ``pending``: a trace to convert, held as its source until dedup reaches it (``storage.dedup``:
+    it ranks as a converted trace, and its row is replaced by the converted one, or dropped).
     """
 
     seq: int
@@ -99,6 +104,7 @@ class Row:
     writer: str | None = None
     world_id: str | None = None
     pack_hash: str | None = None
+    pending: bool = False
 
     @property
     def world(self) -> dict[str, str | None]:
@@ -151,7 +157,7 @@ def _encode(row: Row) -> tuple[Any, ...]:
 
 def _decode(values: Sequence[Any]) -> Row:
     data = dict(zip(TRACE_COLUMNS, values, strict=True))
-    for name in ("success", "label", "grounded"):
+    for name in ("success", "label", "grounded", "pending"):
         data[name] = bool(data[name])
     data["steps"] = frozenset(json.loads(data["steps"]))
     data["answer"] = tuple(json.loads(data["answer"]))
@@ -203,6 +209,17 @@ class Workspace:
                 for o in episodes
             ],
         )
+
+    def convert(self, rows: Sequence[Row]) -> None:
+        """Hold converted rows that replace their pending sources (``apply_conversions``, after the walk)."""
+        marks = ",".join("?" * len(TRACE_COLUMNS))
+        self._db.executemany(f"INSERT INTO converted VALUES ({marks})", [_encode(row) for row in rows])
+
+    def apply_conversions(self) -> None:
+        """Replace each pending row by its converted row (not during ``ranked``: that would reorder it)."""
+        self._db.execute("DELETE FROM traces WHERE seq IN (SELECT seq FROM converted)")
+        self._db.execute("INSERT INTO traces SELECT * FROM converted")
+        self._db.execute("DELETE FROM converted")
 
     def decide(self, decisions: Sequence[tuple[int, str]]) -> None:
         """Record dedup decisions: (seq, "kept" or the drop reason)."""

@@ -19,7 +19,7 @@ from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from storage.conversion.convert import Converter, convert_judged
 from storage.conversion.lines import UNREADABLE, conversion_line, converted_line, read_traces
-from storage.conversion.pool import ConversionPool, ConverterSpec, auto_workers
+from storage.conversion.pool import ConversionPool, ConverterSpec, Workers
 from storage.conversion.results import ConversionConfig
 from storage.conversion.step import RationaleWriter
 from storage.conversion.template import TemplateWriter
@@ -69,8 +69,8 @@ def convert_command(
         typer.Option(
             "--workers",
             min=0,
-            help="Worker processes for the template writer (0: one per core for a large input, else 1; "
-            "a teacher converts in this process, --concurrency at a time); the output is the same.",
+            help="Worker processes for the template writer (0: one per core, started once the run needs "
+            "them; a teacher converts in this process, --concurrency at a time); the output is the same.",
         ),
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -105,8 +105,6 @@ def convert_command(
     writer = _writer(teacher_base_url, teacher_model)
     if not isinstance(writer, TemplateWriter):  # a teacher's client stays in this process
         converter = replace(converter, writer=writer, spec=None)
-    elif workers == 0:
-        workers = auto_workers(_count(db, traces, limit))
     counts: Counter[str] = Counter()
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +115,7 @@ def convert_command(
         ):
             sources = _sources(db, traces, limit)
             lines = (
-                _pooled(sources, converter, wanted, workers, counts)
+                _pooled(sources, converter, wanted, Workers.given(workers), counts)
                 if converter.spec is not None
                 else _convert_all(sources, converter, wanted, concurrency, counts)
             )
@@ -145,30 +143,6 @@ def _check_worlds(root: Path | None) -> None:
 
     if not root.is_dir() or not pack_directories(root):
         fail(f"--worlds: no world pack at or under {root}")
-
-
-def _count(db: str | None, traces: Path | None, limit: int | None) -> int | None:
-    """How many sources there are, where that is cheap to know (a file's lines, the database's count)."""
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from storage.db import make_engine, make_sessionmaker
-    from storage.errors import StorageError
-    from storage.traces import count_judged
-
-    try:
-        if traces is not None:
-            with traces.open(encoding="utf-8") as handle:
-                n = sum(1 for line in handle if line.strip())
-        else:
-            engine = make_engine(str(db))
-            try:
-                with make_sessionmaker(engine)() as session:
-                    n = count_judged(session)
-            finally:
-                engine.dispose()
-    except (OSError, UnicodeDecodeError, SQLAlchemyError, StorageError, ValueError):
-        return None  # uncountable: reading it fails next, with the error that says why
-    return n if limit is None else min(n, limit)
 
 
 def _writer(base_url: str | None, model: str | None) -> RationaleWriter:
@@ -243,7 +217,7 @@ def _pooled(
     sources: Iterator[JudgedTrace | str],
     converter: Converter,
     wanted: set[str],
-    workers: int,
+    workers: Workers,
     counts: Counter[str],
 ) -> Iterator[dict[str, Any]]:
     """Convert the sources on ``workers`` processes (the template writer), in order; count every outcome."""

@@ -15,7 +15,7 @@ from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
 from storage.conversion.convert import Converter
-from storage.conversion.pool import ConverterSpec, auto_workers
+from storage.conversion.pool import ConverterSpec, Workers
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import CurationError, SplitLeakError, StorageError
 from storage.export import curate_and_export
@@ -100,7 +100,7 @@ def curate(
         typer.Option(
             "--workers",
             min=0,
-            help="Conversion worker processes (0: one per core for a large database, else 1); "
+            help="Conversion worker processes (0: one per core, started once the run needs them); "
             "the export is the same with any number.",
         ),
     ] = 0,
@@ -208,7 +208,7 @@ def _run(
                     source=source,
                     progress=update,
                     converter=converter,
-                    workers=workers or auto_workers(total),
+                    workers=Workers.given(workers),
                 )
     except SplitLeakError as exc:
         fail(str(exc), code=1)

@@ -12,9 +12,11 @@ traces stream through.
 Workers are spawned, not forked: the parent holds open SQLite handles (the index, the
 database) and may hold threads, neither of which survives a fork safely.
 
-``inline`` runs the same function in the calling process, for a run too small to pay for
-starting workers (about half a second of CPU each), a writer that cannot cross a process (a
-teacher endpoint's client), or a caller that asked for one worker: one code path either way.
+With one worker, or a converter that cannot cross a process (a teacher endpoint's client:
+no spec), jobs run in the calling process: one code path either way. ``start_after`` defers
+the workers until that many jobs have run in-process, so a run that needs few conversions
+never pays for starting them (about half a second of CPU each): curation converts only what
+dedup keeps, which is not known until the walk.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ Job = Callable[[Converter, _In], _Out]
 """What a worker runs per item: a module-level function (it is pickled by name), converter first."""
 
 CHUNK = 16  # items per round trip: the pickling overhead shared, a chunk still a few ms of work
-MIN_PER_WORKER = 500  # below this many items per worker, starting workers costs more than it saves
+START_AFTER = 1024  # jobs run in-process before workers start: their start (~1.7 s wall for two) is ~500 jobs
 
 
 @dataclass(frozen=True)
@@ -75,16 +77,20 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def auto_workers(items: int | None, cores: int | None = None) -> int:
-    """Workers for ``items`` conversions when the caller leaves it to us: one per core, fewer for a small run.
+@dataclass(frozen=True)
+class Workers:
+    """How many conversion processes a run uses, and after how many jobs done in-process they start."""
 
-    ``items`` None (not known ahead, a file read as it streams) counts as large.
-    """
-    cores = available_cores() if cores is None else cores
-    if items is None:
-        return cores
-    return max(1, min(cores, items // MIN_PER_WORKER))
+    count: int = 1
+    start_after: int = 0
 
+    @classmethod
+    def given(cls, count: int) -> Workers:
+        """A command's ``--workers``: 0 is one per core, started once the run has shown it needs them."""
+        return cls(available_cores(), START_AFTER) if count == 0 else cls(count)
+
+
+IN_PROCESS = Workers()  # the default: every job in the calling process
 
 # One worker process's state, set by ``_start`` when the process starts (never at import).
 _worker: dict[str, Any] = {}
@@ -115,8 +121,9 @@ class _Chunk:
 class ConversionPool(Generic[_In, _Out]):
     """Runs ``job(converter, item)`` per submitted item, on worker processes or in this one; values in order.
 
-    ``workers`` > 1 starts that many processes, each opening ``converter.spec`` (so the
-    converter must come from ``ConverterSpec.open``); otherwise jobs run here, on ``converter``.
+    ``workers.count`` > 1 starts that many processes once ``workers.start_after`` jobs have run here, each
+    opening ``converter.spec`` (so the converter must come from ``ConverterSpec.open``);
+    otherwise jobs run here, on ``converter``.
 
     Two kinds of slot go in, in the caller's order: ``submit(item)`` (a job to run) and
     ``add(value)`` (a value the caller has already, such as a trace that needs no conversion).
@@ -130,25 +137,32 @@ class ConversionPool(Generic[_In, _Out]):
         job: Job[_In, _Out],
         *,
         converter: Converter | None,
-        workers: int = 1,
+        workers: Workers = IN_PROCESS,
         gc_threshold: tuple[int, ...] | None = None,
         chunk: int = CHUNK,
     ) -> None:
-        spec = converter.spec if converter is not None else None
-        if workers > 1 and spec is None:
+        self.spec = converter.spec if converter is not None else None
+        if workers.count > 1 and self.spec is None:
             raise ValueError("worker processes need a converter opened from a ConverterSpec")
-        self.job, self.converter, self.workers, self.chunk = job, converter, max(1, workers), chunk
-        self.window = self.workers * chunk * 4 if self.workers > 1 else 0
+        self.job, self.converter, self.workers, self.chunk = job, converter, max(1, workers.count), chunk
+        self.window = 0  # slots held before ``ready`` yields: none while jobs run here
+        self.start_after, self.ran_here = workers.start_after, 0
+        self._gc_threshold = gc_threshold
         self._slots: deque[tuple[_Chunk | None, int, Any]] = deque()  # (chunk, place, value)
         self._filling = _Chunk()
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
-        if spec is not None and self.workers > 1:
-            self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=partial(_start, spec, job, gc_threshold),
-            )
-            logger.info("conversion_pool workers=%d chunk=%d", self.workers, chunk)
+        if self.workers > 1 and self.start_after <= 0:
+            self._start_workers()
+
+    def _start_workers(self) -> None:
+        assert self.spec is not None  # checked when the pool was made
+        self._executor = concurrent.futures.ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=partial(_start, self.spec, self.job, self._gc_threshold),
+        )
+        self.window = self.workers * self.chunk * 4
+        logger.info("conversion_pool workers=%d chunk=%d after=%d", self.workers, self.chunk, self.ran_here)
 
     def __enter__(self) -> ConversionPool[_In, _Out]:
         return self
@@ -168,9 +182,12 @@ class ConversionPool(Generic[_In, _Out]):
 
     def submit(self, item: _In) -> None:
         """A slot whose value is ``job(converter, item)``: run now in-process, else queued for a worker."""
+        if self._executor is None and self.workers > 1 and self.ran_here >= self.start_after:
+            self._start_workers()
         if self._executor is None:
             assert self.converter is not None
             self._slots.append((None, 0, self.job(self.converter, item)))
+            self.ran_here += 1
             return
         self._slots.append((self._filling, len(self._filling.items), None))
         self._filling.items.append(item)
@@ -208,4 +225,13 @@ class ConversionPool(Generic[_In, _Out]):
             chunk.future = self._executor.submit(_run_chunk, chunk.items)
 
 
-__all__ = ["CHUNK", "ConversionPool", "ConverterSpec", "Job", "auto_workers", "available_cores"]
+__all__ = [
+    "CHUNK",
+    "IN_PROCESS",
+    "START_AFTER",
+    "ConversionPool",
+    "ConverterSpec",
+    "Job",
+    "Workers",
+    "available_cores",
+]

@@ -14,7 +14,8 @@ from arena.types import Message
 from arena.wording import jaccard, shingles
 from judging.types import ProcessStats
 from storage.chat import MESSAGE_KEYS, ChatRecord, normalise
-from storage.curate import _dedup, curate
+from storage.curate import curate
+from storage.dedup import dedup
 from storage.errors import CurationError, SplitLeakError
 from storage.funnel import Funnel
 from storage.gates import (
@@ -180,7 +181,7 @@ def test_a_converted_trace_never_displaces_a_native_one_of_its_task(tmp_path: Pa
     with Workspace(tmp_path) as workspace:
         workspace.add_traces([row(1, "converted", 1.0), row(2, "native", 0.5)])
         funnel = Funnel()
-        _dedup(workspace, CurationConfig(cap_per_task=1), funnel)
+        dedup(workspace, CurationConfig(cap_per_task=1), funnel)
         kept = list(workspace.kept(MAIN))
     assert [r.origin for r in kept] == ["native"] and funnel.stages["dedup"].dropped == {"cap_task": 1}
 

@@ -9,10 +9,12 @@ import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
 from arena.index import SearchIndex
+from judging.types import Judgment
 from storage import repository
 from storage.conversion.convert import Converter
-from storage.conversion.pool import ConverterSpec
+from storage.conversion.pool import ConverterSpec, Workers
 from storage.conversion.results import CONVERTER_VERSION
+from storage.convert_stage import convert_outcome, prospective_keys
 from storage.export import curate_and_export
 from storage.formats import PROVENANCE_COLUMNS
 from storage.gates import CurationConfig
@@ -87,7 +89,9 @@ def test_curation_on_worker_processes_exports_the_same_bytes(
     converter = ConverterSpec(index_dir=synth_index_dir).open()
     try:
         funnels = [
-            curate_and_export(session, tmp_path / f"w{n}", config=CONFIG, converter=converter, workers=n)
+            curate_and_export(
+                session, tmp_path / f"w{n}", config=CONFIG, converter=converter, workers=Workers(n)
+            )
             for n in (1, 2)
         ]
     finally:
@@ -99,3 +103,72 @@ def test_curation_on_worker_processes_exports_the_same_bytes(
     assert files and all(
         (tmp_path / "w1" / f).read_bytes() == (tmp_path / "w2" / f).read_bytes() for f in files
     )
+
+
+def _copy(trace: JudgedTrace, episode_id: str, seq: int) -> JudgedTrace:
+    """The trace under another episode id (its log and Judgment re-addressed)."""
+    assert trace.trajectory is not None
+    return trace.model_copy(
+        update={
+            "seq": seq,
+            "episode": trace.episode.model_copy(update={"episode_id": episode_id}),
+            "trajectory": trace.trajectory.model_copy(update={"episode_id": episode_id}),
+            "tool_log": tuple(e.model_copy(update={"episode_id": episode_id}) for e in trace.tool_log),
+            "judgment": Judgment.model_validate(
+                {**trace.judgment.model_dump(), "episode_id": episode_id, "content_hash": ""}
+            ),
+        }
+    )
+
+
+def test_dedup_converts_only_the_sources_it_keeps(
+    session: Session, tmp_path: Path, synth_index: SearchIndex, harness_traces: list[JudgedTrace]
+) -> None:
+    source = harness_traces[0]
+    copies = [_copy(source, f"{source.episode.episode_id}-{k}", 0) for k in range(5)]
+    _store(session, copies)
+    funnel = curate_and_export(
+        session, tmp_path / "export", config=CONFIG, converter=Converter(index=synth_index)
+    )
+    stages = {s["stage"]: s for s in funnel["stages"]}
+    assert stages["convert"]["notes"]["converted"] == 1  # the best-ranked copy
+    assert stages["convert"]["notes"]["not_converted"] == 4  # the others: duplicates before converting
+    assert stages["dedup"]["dropped"] == {"exact_duplicate": 4}
+
+
+def test_a_failed_conversion_lets_the_next_source_of_its_task_in(
+    session: Session, tmp_path: Path, synth_index: SearchIndex, harness_traces: list[JudgedTrace]
+) -> None:
+    source = harness_traces[0]
+    broken = _copy(source, f"a-{source.episode.episode_id}", 0)  # ranks first: the id breaks the tie
+    first = broken.tool_log[0]
+    broken = broken.model_copy(
+        update={"tool_log": (first.model_copy(update={"result": first.result + " "}), *broken.tool_log[1:])}
+    )
+    _store(session, [broken, _copy(source, f"b-{source.episode.episode_id}", 0)])
+    out = tmp_path / "export"
+    funnel = curate_and_export(session, out, config=CONFIG, converter=Converter(index=synth_index))
+    stages = {s["stage"]: s for s in funnel["stages"]}
+    assert stages["convert"]["dropped"] == {"log_hash_mismatch": 1}
+    assert stages["convert"]["notes"]["converted"] == 1 and stages["dedup"]["out"] == 1
+    kept = _jsonl(out / "kto.jsonl")
+    assert [row["source_hash"] for row in kept] != [None] and len(kept) == 1
+
+
+def test_a_sources_prospective_keys_are_its_converted_keys(
+    synth_index: SearchIndex, harness_traces: list[JudgedTrace]
+) -> None:
+    converter = Converter(index=synth_index)
+    checked = 0
+    for trace in harness_traces:
+        outcome = convert_outcome(converter, trace, config=CONFIG)
+        if outcome.row is None or outcome.unpruned:
+            continue
+        keys = prospective_keys(trace, converter.config)
+        assert (keys.exact, keys.steps, keys.answer) == (
+            outcome.row.exact,
+            outcome.row.steps,
+            outcome.row.answer,
+        )
+        checked += 1
+    assert checked > len(harness_traces) // 2

@@ -9,7 +9,7 @@ import pytest
 from arena.index import SearchIndex
 from storage.conversion.convert import Converter
 from storage.conversion.lines import converted_line
-from storage.conversion.pool import MIN_PER_WORKER, ConversionPool, ConverterSpec, auto_workers
+from storage.conversion.pool import START_AFTER, ConversionPool, ConverterSpec, Workers, available_cores
 from storage.records import JudgedTrace
 
 
@@ -41,7 +41,7 @@ def test_workers_give_the_in_process_lines_in_order(
             for trace in harness_traces:
                 inline.submit(trace)
             expected = list(inline.rest())
-        with ConversionPool(converted_line, converter=converter, workers=2, chunk=3) as pool:
+        with ConversionPool(converted_line, converter=converter, workers=Workers(2), chunk=3) as pool:
             assert pool.window == 2 * 3 * 4
             got: list[object] = []
             for i, trace in enumerate(harness_traces):
@@ -59,12 +59,28 @@ def test_workers_give_the_in_process_lines_in_order(
 
 def test_workers_need_a_converter_they_can_open(synth_index: SearchIndex) -> None:
     with pytest.raises(ValueError, match="ConverterSpec"):
-        ConversionPool(_episode, converter=Converter(index=synth_index), workers=2)
+        ConversionPool(_episode, converter=Converter(index=synth_index), workers=Workers(2))
 
 
-def test_auto_workers_one_per_core_for_a_large_run_only() -> None:
-    assert auto_workers(10, cores=4) == 1
-    assert auto_workers(2 * MIN_PER_WORKER, cores=4) == 2
-    assert auto_workers(100 * MIN_PER_WORKER, cores=4) == 4
-    assert auto_workers(None, cores=4) == 4  # a stream of unknown length
-    assert auto_workers(100 * MIN_PER_WORKER, cores=1) == 1
+def test_workers_start_only_after_the_jobs_run_here(
+    synth_index_dir: Path, harness_traces: list[JudgedTrace]
+) -> None:
+    converter = ConverterSpec(index_dir=synth_index_dir).open()
+    try:
+        with ConversionPool(_episode, converter=converter, workers=Workers(2, start_after=5)) as pool:
+            for trace in harness_traces[:5]:
+                pool.submit(trace)
+            assert pool.ran_here == 5 and pool.window == 0  # no workers yet: values ready at once
+            assert len(list(pool.ready())) == 5
+            for trace in harness_traces[5:12]:
+                pool.submit(trace)
+            assert pool.ran_here == 5 and pool.window > 0  # the sixth job started them
+            got = list(pool.rest())
+    finally:
+        converter.index.close()
+    assert got == [t.episode.episode_id for t in harness_traces[5:12]]
+
+
+def test_a_commands_workers_option() -> None:
+    assert Workers.given(3) == Workers(3, start_after=0)  # asked for: started at once
+    assert Workers.given(0) == Workers(available_cores(), START_AFTER)  # left to us: when needed
