@@ -17,9 +17,9 @@ import typer
 from judging.types import AXES
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
-from storage.conversion.convert import Converter, convert_judged
+from storage.conversion.convert import Converter, ConverterSpec, convert_judged
 from storage.conversion.lines import UNREADABLE, conversion_line, converted_line, read_traces
-from storage.conversion.pool import ConversionPool, ConverterSpec, Workers
+from storage.conversion.pool import ConversionPool, Workers
 from storage.conversion.results import ConversionConfig
 from storage.conversion.step import RationaleWriter
 from storage.conversion.template import TemplateWriter

@@ -14,8 +14,8 @@ from arena.errors import SearchIndexError
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
-from storage.conversion.convert import Converter
-from storage.conversion.pool import ConverterSpec, Workers
+from storage.conversion.convert import Converter, ConverterSpec
+from storage.conversion.pool import Workers
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import CurationError, SplitLeakError, StorageError
 from storage.export import curate_and_export

@@ -32,7 +32,8 @@ import asyncio
 import concurrent.futures
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 from arena.index import SearchIndex
 from arena.index_types import ProductIndex
@@ -70,9 +71,6 @@ from storage.conversion.verify import judged_problem
 from storage.conversion.writing import TraceWriter, memoised
 from storage.records import JudgedTrace
 
-if TYPE_CHECKING:
-    from storage.conversion.pool import ConverterSpec
-
 _T = TypeVar("_T")
 
 
@@ -92,6 +90,28 @@ class Converter:
     worlds: WorldLookup | None = None
     tasks: TaskFactsMemo = field(default_factory=TaskFactsMemo, compare=False, repr=False)
     spec: ConverterSpec | None = None
+
+
+@dataclass(frozen=True)
+class ConverterSpec:
+    """How to open a converter in another process: the index it replays on, the world packs, the settings."""
+
+    index_dir: Path
+    worlds_dir: Path | None = None
+    config: ConversionConfig = field(default_factory=ConversionConfig)
+
+    def open(self) -> Converter:
+        """The converter (template writer) on a freshly opened index.
+
+        Raises:
+            SearchIndexError: the index cannot be opened.
+        """
+        from arena.index import open_index
+        from judging.world import world_lookup
+
+        index = open_index(self.index_dir)
+        worlds = world_lookup(self.worlds_dir, index) if self.worlds_dir is not None else None
+        return Converter(index=index, config=self.config, worlds=worlds, spec=self)
 
 
 def source_hash(trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str:

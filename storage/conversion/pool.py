@@ -28,13 +28,11 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from storage.conversion.convert import Converter
-from storage.conversion.results import ConversionConfig
+from storage.conversion.convert import Converter, ConverterSpec
 
 logger = logging.getLogger(__name__)
 
@@ -45,28 +43,6 @@ Job = Callable[[Converter, _In], _Out]
 
 CHUNK = 16  # items per round trip: the pickling overhead shared, a chunk still a few ms of work
 START_AFTER = 1024  # jobs run in-process before workers start: their start (~1.7 s wall for two) is ~500 jobs
-
-
-@dataclass(frozen=True)
-class ConverterSpec:
-    """How to open a converter in another process: the index it replays on, the world packs, the settings."""
-
-    index_dir: Path
-    worlds_dir: Path | None = None
-    config: ConversionConfig = field(default_factory=ConversionConfig)
-
-    def open(self) -> Converter:
-        """The converter (template writer) on a freshly opened index.
-
-        Raises:
-            SearchIndexError: the index cannot be opened.
-        """
-        from arena.index import open_index
-        from judging.world import world_lookup
-
-        index = open_index(self.index_dir)
-        worlds = world_lookup(self.worlds_dir, index) if self.worlds_dir is not None else None
-        return Converter(index=index, config=self.config, worlds=worlds, spec=self)
 
 
 def available_cores() -> int:

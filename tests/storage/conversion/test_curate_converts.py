@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from arena.index import SearchIndex
 from judging.types import Judgment
 from storage import repository
-from storage.conversion.convert import Converter
-from storage.conversion.pool import ConverterSpec, Workers
+from storage.conversion.convert import Converter, ConverterSpec
+from storage.conversion.pool import Workers
 from storage.conversion.results import CONVERTER_VERSION
 from storage.convert_stage import convert_outcome, prospective_keys
 from storage.export import curate_and_export

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from arena.index import SearchIndex
-from storage.conversion.convert import Converter
+from storage.conversion.convert import Converter, ConverterSpec
 from storage.conversion.lines import converted_line
-from storage.conversion.pool import START_AFTER, ConversionPool, ConverterSpec, Workers, available_cores
+from storage.conversion.pool import START_AFTER, ConversionPool, Workers, available_cores
 from storage.records import JudgedTrace
 
 
