@@ -57,7 +57,7 @@ from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
 from judging.types import Judgment  # noqa: E402
 from neurons.batch import batch_collector  # noqa: E402
 from storage import repository  # noqa: E402
-from storage.conversion.convert import Converter, convert_judged, run_now, source_hash  # noqa: E402
+from storage.conversion.convert import Converter, ConverterSpec, convert_judged, run_now, source_hash  # noqa: E402
 from storage.conversion.facts import task_facts  # noqa: E402
 from storage.conversion.lines import conversion_line, converted_line  # noqa: E402
 from storage.conversion.pool import (  # noqa: E402
@@ -65,7 +65,6 @@ from storage.conversion.pool import (  # noqa: E402
     IN_PROCESS,
     START_AFTER,
     ConversionPool,
-    ConverterSpec,
     Job,
     Workers,
     available_cores,

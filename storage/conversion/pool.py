@@ -206,7 +206,6 @@ __all__ = [
     "IN_PROCESS",
     "START_AFTER",
     "ConversionPool",
-    "ConverterSpec",
     "Job",
     "Workers",
     "available_cores",
