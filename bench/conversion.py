@@ -54,7 +54,6 @@ from arena.catalog import write_products  # noqa: E402
 from arena.index import build_index, open_index  # noqa: E402
 from arena.synth import iter_synth_products  # noqa: E402
 from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
-from judging.types import Judgment  # noqa: E402
 from neurons.batch import batch_collector  # noqa: E402
 from storage import repository  # noqa: E402
 from storage.conversion.convert import Converter, ConverterSpec, convert_judged, run_now, source_hash  # noqa: E402
@@ -78,7 +77,7 @@ from storage.export import curate_and_export  # noqa: E402
 from storage.gates import CurationConfig  # noqa: E402
 from storage.records import JudgedTrace  # noqa: E402
 from storage.tasks import save_tasks  # noqa: E402
-from tests.storage.conversion.world import scripted_traces  # noqa: E402
+from tests.storage.conversion.world import readdressed, scripted_traces  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "conversion.json"
 
@@ -229,21 +228,6 @@ def detector(converted: list[Converted]) -> dict[str, Any]:
     }
 
 
-def _copy(trace: JudgedTrace, k: int) -> JudgedTrace:
-    episode_id = f"{trace.episode.episode_id}-{k}"
-    assert trace.trajectory is not None
-    return trace.model_copy(
-        update={
-            "episode": trace.episode.model_copy(update={"episode_id": episode_id}),
-            "trajectory": trace.trajectory.model_copy(update={"episode_id": episode_id}),
-            "tool_log": tuple(e.model_copy(update={"episode_id": episode_id}) for e in trace.tool_log),
-            "judgment": Judgment.model_validate(
-                {**trace.judgment.model_dump(), "episode_id": episode_id, "content_hash": ""}
-            ),
-        }
-    )
-
-
 def curation(
     traces: list[JudgedTrace], n: int, converter: Converter, root: Path, workers: int
 ) -> dict[str, Any]:
@@ -254,7 +238,8 @@ def curation(
     with sessions() as session:
         save_tasks(session, tasks=[t.task for t in traces])
         for i in range(n):
-            copy = _copy(traces[i % len(traces)], i // len(traces))
+            trace = traces[i % len(traces)]
+            copy = readdressed(trace, f"{trace.episode.episode_id}-{i // len(traces)}")
             repository.save_judged(
                 session,
                 episode=copy.episode,

@@ -189,6 +189,19 @@ def _read(db: str | None, traces: Path | None) -> Iterator[JudgedTrace | str]:
         engine.dispose()
 
 
+def _wanted(
+    sources: Iterator[JudgedTrace | str], wanted: set[str], counts: Counter[str]
+) -> Iterator[JudgedTrace | dict[str, Any]]:
+    """The traces to convert, in order, and for an unreadable source its drop line; counts the skipped."""
+    for item in sources:
+        if isinstance(item, str):
+            yield {"status": "dropped", "reason": UNREADABLE, "detail": item}
+        elif wanted and item.judgment.axis not in wanted:
+            counts["skipped_axis"] += 1
+        else:
+            yield item
+
+
 def _convert_all(
     sources: Iterator[JudgedTrace | str],
     converter: Converter,
@@ -197,20 +210,22 @@ def _convert_all(
     counts: Counter[str],
 ) -> Iterator[dict[str, Any]]:
     """Convert the sources a batch of ``concurrency`` at a time, in order; count every outcome."""
-    batch: list[JudgedTrace] = []
-    for item in sources:
-        if isinstance(item, str):
-            counts[f"dropped:{UNREADABLE}"] += 1
-            yield {"status": "dropped", "reason": UNREADABLE, "detail": item}
-            continue
-        if wanted and item.judgment.axis not in wanted:
-            counts["skipped_axis"] += 1
-            continue
-        batch.append(item)
-        if len(batch) >= concurrency:
-            yield from _batch(batch, converter, counts)
-            batch = []
-    yield from _batch(batch, converter, counts)
+
+    def lines() -> Iterator[dict[str, Any]]:
+        batch: list[JudgedTrace] = []
+        for item in _wanted(sources, wanted, counts):
+            if isinstance(item, dict):  # a drop line: the traces batched before it go first
+                yield from _batch(batch, converter)
+                batch = []
+                yield item
+                continue
+            batch.append(item)
+            if len(batch) >= concurrency:
+                yield from _batch(batch, converter)
+                batch = []
+        yield from _batch(batch, converter)
+
+    return _counted(lines(), counts)
 
 
 def _pooled(
@@ -224,11 +239,9 @@ def _pooled(
     # The workers start with this process's collector thresholds (the batch command's, raised).
     threshold = gc.get_threshold()
     with ConversionPool(converted_line, converter=converter, workers=workers, gc_threshold=threshold) as pool:
-        for item in sources:
-            if isinstance(item, str):
-                pool.add({"status": "dropped", "reason": UNREADABLE, "detail": item})
-            elif wanted and item.judgment.axis not in wanted:
-                counts["skipped_axis"] += 1
+        for item in _wanted(sources, wanted, counts):
+            if isinstance(item, dict):
+                pool.add(item)
             else:
                 pool.submit(item)
             yield from _counted(pool.ready(), counts)
@@ -241,11 +254,9 @@ def _counted(lines: Iterator[dict[str, Any]], counts: Counter[str]) -> Iterator[
         yield line
 
 
-def _batch(batch: list[JudgedTrace], converter: Converter, counts: Counter[str]) -> Iterator[dict[str, Any]]:
+def _batch(batch: list[JudgedTrace], converter: Converter) -> Iterator[dict[str, Any]]:
     async def run() -> list[Any]:
         return list(await asyncio.gather(*(convert_judged(trace, converter) for trace in batch)))
 
     for trace, conversion in zip(batch, asyncio.run(run()) if batch else [], strict=True):
-        line = conversion_line(trace, conversion)
-        counts["converted" if line["status"] == "converted" else f"dropped:{line['reason']}"] += 1
-        yield line
+        yield conversion_line(trace, conversion)

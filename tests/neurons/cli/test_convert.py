@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from arena.index import SearchIndex
 from neurons.cli import app
+from neurons.cli.convert import _convert_all
 from storage import repository
+from storage.conversion.convert import Converter
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.tasks import save_tasks
 from tests.storage.conversion.world import scripted_traces
@@ -94,3 +97,15 @@ def test_convert_on_worker_processes_writes_the_same_lines(
         outputs.append(out.read_bytes())
     assert outputs[0] == outputs[1]
     assert [line["status"] for line in lines(tmp_path / "converted-2.jsonl")][5] == "dropped"
+
+
+def test_convert_in_process_keeps_the_order_of_its_sources(synth_index: SearchIndex) -> None:
+    """The in-process path (a teacher's) converts in batches; an unreadable line's drop stays in its place."""
+    traces = scripted_traces(synth_index, 7, seed=7)
+    sources = iter([*traces[:5], "line 6: not a trace", *traces[5:]])
+    counts: Counter[str] = Counter()
+    written = list(_convert_all(sources, Converter(index=synth_index, spec=None), set(), 4, counts))
+    assert written[5] == {"status": "dropped", "reason": "unreadable", "detail": "line 6: not a trace"}
+    converted = written[:5] + written[6:]
+    assert [line["episode_id"] for line in converted] == [t.episode.episode_id for t in traces]
+    assert counts["dropped:unreadable"] == 1 and sum(counts.values()) == 8

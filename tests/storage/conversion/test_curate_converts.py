@@ -9,7 +9,6 @@ import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
 from arena.index import SearchIndex
-from judging.types import Judgment
 from storage import repository
 from storage.conversion.convert import Converter, ConverterSpec
 from storage.conversion.pool import Workers
@@ -20,6 +19,7 @@ from storage.formats import PROVENANCE_COLUMNS
 from storage.gates import CurationConfig
 from storage.records import JudgedTrace
 from storage.tasks import save_tasks
+from tests.storage.conversion.world import readdressed
 
 CONFIG = CurationConfig(split_by="none")
 
@@ -105,27 +105,11 @@ def test_curation_on_worker_processes_exports_the_same_bytes(
     )
 
 
-def _copy(trace: JudgedTrace, episode_id: str, seq: int) -> JudgedTrace:
-    """The trace under another episode id (its log and Judgment re-addressed)."""
-    assert trace.trajectory is not None
-    return trace.model_copy(
-        update={
-            "seq": seq,
-            "episode": trace.episode.model_copy(update={"episode_id": episode_id}),
-            "trajectory": trace.trajectory.model_copy(update={"episode_id": episode_id}),
-            "tool_log": tuple(e.model_copy(update={"episode_id": episode_id}) for e in trace.tool_log),
-            "judgment": Judgment.model_validate(
-                {**trace.judgment.model_dump(), "episode_id": episode_id, "content_hash": ""}
-            ),
-        }
-    )
-
-
 def test_dedup_converts_only_the_sources_it_keeps(
     session: Session, tmp_path: Path, synth_index: SearchIndex, harness_traces: list[JudgedTrace]
 ) -> None:
     source = harness_traces[0]
-    copies = [_copy(source, f"{source.episode.episode_id}-{k}", 0) for k in range(5)]
+    copies = [readdressed(source, f"{source.episode.episode_id}-{k}") for k in range(5)]
     _store(session, copies)
     funnel = curate_and_export(
         session, tmp_path / "export", config=CONFIG, converter=Converter(index=synth_index)
@@ -140,12 +124,12 @@ def test_a_failed_conversion_lets_the_next_source_of_its_task_in(
     session: Session, tmp_path: Path, synth_index: SearchIndex, harness_traces: list[JudgedTrace]
 ) -> None:
     source = harness_traces[0]
-    broken = _copy(source, f"a-{source.episode.episode_id}", 0)  # ranks first: the id breaks the tie
+    broken = readdressed(source, f"a-{source.episode.episode_id}")  # ranks first: the id breaks the tie
     first = broken.tool_log[0]
     broken = broken.model_copy(
         update={"tool_log": (first.model_copy(update={"result": first.result + " "}), *broken.tool_log[1:])}
     )
-    _store(session, [broken, _copy(source, f"b-{source.episode.episode_id}", 0)])
+    _store(session, [broken, readdressed(source, f"b-{source.episode.episode_id}")])
     out = tmp_path / "export"
     funnel = curate_and_export(session, out, config=CONFIG, converter=Converter(index=synth_index))
     stages = {s["stage"]: s for s in funnel["stages"]}

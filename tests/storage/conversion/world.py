@@ -18,6 +18,7 @@ from arena.tools import DEFAULT_TOOLSET, ToolContext, tool_schemas
 from arena.types import Task, ToolLogEntry
 from arena.world.shopper import ShopperSession
 from judging.judge import JudgeConfig, judge
+from judging.types import Judgment
 from judging.world import AtAnswer, WorldJudging
 from neurons.miner.agents.contract import AgentRequest
 from neurons.miner.agents.scripted import scripted_agent
@@ -108,3 +109,18 @@ def world_traces(world: WorldJudging, toolset: str = DEFAULT_TOOLSET) -> list[Ju
 def asking_traces(world: WorldJudging) -> list[JudgedTrace]:
     """One judged scripted episode per world task on arena-3: the agent may ask the task's shopper."""
     return world_traces(world, ASKING_TOOLSET)
+
+
+def readdressed(trace: JudgedTrace, episode_id: str) -> JudgedTrace:
+    """The trace under another episode id: its episode, trajectory, log and Judgment (hash recomputed)."""
+    assert trace.trajectory is not None
+    return trace.model_copy(
+        update={
+            "episode": trace.episode.model_copy(update={"episode_id": episode_id}),
+            "trajectory": trace.trajectory.model_copy(update={"episode_id": episode_id}),
+            "tool_log": tuple(e.model_copy(update={"episode_id": episode_id}) for e in trace.tool_log),
+            "judgment": Judgment.model_validate(
+                {**trace.judgment.model_dump(), "episode_id": episode_id, "content_hash": ""}
+            ),
+        }
+    )
