@@ -42,6 +42,7 @@ from arena.types import (  # noqa: E402
 )
 from judging.judge import JudgeConfig, judge  # noqa: E402
 from judging.reasoning import OpenAICompleter  # noqa: E402
+from judging.world import AtAnswer  # noqa: E402
 
 CATALOG = ROOT / "tests" / "fixtures" / "catalog.jsonl"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -160,11 +161,11 @@ def judge_chunk(args: tuple[int, int, int]) -> tuple[int, float]:
 
     async def run() -> None:
         for task, traj, log in episodes:
-            await judge(task, traj, log=log, products=lookup, completer=None, config=config)
+            await judge(task, traj, log=log, against=AtAnswer(lookup), completer=None, config=config)
 
     async def warm() -> None:  # first-use costs (regex compilation, validators) are not throughput
         task, traj, log = episode(products, stop, searches)
-        await judge(task, traj, log=log, products=lookup, completer=None, config=config)
+        await judge(task, traj, log=log, against=AtAnswer(lookup), completer=None, config=config)
 
     asyncio.run(warm())
     began = time.perf_counter()
@@ -198,7 +199,7 @@ async def llm_latency(url: str, model: str, n: int) -> dict[str, Any]:
     for i in range(n):
         task, traj, log = episode(products, i, 3)
         began = time.perf_counter()
-        j = await judge(task, traj, log=log, products=lookup, completer=completer, config=config)
+        j = await judge(task, traj, log=log, against=AtAnswer(lookup), completer=completer, config=config)
         latencies.append(time.perf_counter() - began)
         unscored += j.reasoning.value is None
     await completer.aclose()

@@ -37,10 +37,9 @@ from concurrent.futures import Executor
 from typing import Any
 
 from arena.types import EpisodeEnd, Task, ToolLogEntry, Trajectory
-from arena.world.types import ShopperProfile
 from judging.axis import check_axis
 from judging.config import SCORER_VERSION, JudgeConfig
-from judging.context import Completer, JudgingContext, ProductLookup, StockLookup
+from judging.context import Completer, JudgingContext
 from judging.errors import JudgingError
 from judging.format import check_format
 from judging.grounding import check_grounding
@@ -61,6 +60,7 @@ from judging.types import (
     ReasoningVerdict,
     Unscored,
 )
+from judging.world import AtAnswer
 
 __all__ = [
     "RULE_CHECKS",
@@ -114,18 +114,38 @@ def final_score(
     return round(min(1.0, max(0.0, outcome * g * r)), 9)
 
 
+def _context(
+    task: Task,
+    trajectory: Trajectory,
+    *,
+    log: Sequence[ToolLogEntry],
+    against: AtAnswer,
+    config: JudgeConfig,
+    completer: Completer | None = None,
+) -> JudgingContext:
+    """The context the checks read: the trajectory, its log, and what its answer is judged against."""
+    return JudgingContext(
+        task=task,
+        trajectory=trajectory,
+        log=log,
+        products=against.products,
+        config=config,
+        completer=completer,
+        profile=against.profile,
+        truth=against.truth,
+        stock=against.stock,
+    )
+
+
 async def judge(
     task: Task,
     trajectory: Trajectory,
     *,
     log: Sequence[ToolLogEntry],
-    products: ProductLookup,
+    against: AtAnswer,
     completer: Completer | None,
     config: JudgeConfig,
     executor: Executor | None = None,
-    profile: ShopperProfile | None = None,
-    truth: Task | None = None,
-    stock: StockLookup | None = None,
 ) -> Judgment:
     """Judge one trajectory against its task, its tool log and the catalog.
 
@@ -137,30 +157,18 @@ async def judge(
         task: The task served (its id is the Judgment's, whatever the trajectory claims).
         trajectory: The miner's returned trajectory.
         log: The tool server's log of the episode, or :func:`judging.replay.replay_log` offline.
-        products: Catalog lookup: ids -> products (unknown ids absent).
+        against: What the answer is judged against: the catalog lookup, and for a world task
+            the truth, stock and shopper profile at the answer's version
+            (``judging.world.judged_at_answer``); ``AtAnswer(lookup)`` for a static catalog.
         completer: The LLM reasoning judge, or None to leave reasoning unscored.
         config: Thresholds, budgets and coefficients.
         executor: Where the code's work runs (a bounded pool); None: inline, on the caller's thread.
-        profile: The hidden shopper profile of a world task (tool set arena-3), or None.
-        truth: What the answer is scored against where the world changed during the episode
-            (``judging.world.judged_at_answer``); None: ``task``.
-        stock: The world's stock lookup at the answer (a pick out of stock fails); None: not judged.
 
     Returns:
         The Judgment: the checks of ``RULE_CHECKS`` and the reasoning check, rejects, outcome
         components, axis, score and versions.
     """
-    ctx = JudgingContext(
-        task=task,
-        trajectory=trajectory,
-        log=log,
-        products=products,
-        config=config,
-        completer=completer,
-        profile=profile,
-        truth=truth,
-        stock=stock,
-    )
+    ctx = _context(task, trajectory, log=log, against=against, config=config, completer=completer)
     if executor is None:
         checks, ask = _rules(ctx)
     else:
@@ -185,11 +193,8 @@ def judge_rules(
     trajectory: Trajectory,
     *,
     log: Sequence[ToolLogEntry],
-    products: ProductLookup,
+    against: AtAnswer,
     config: JudgeConfig,
-    profile: ShopperProfile | None = None,
-    truth: Task | None = None,
-    stock: StockLookup | None = None,
 ) -> Judgment:
     """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
 
@@ -197,16 +202,7 @@ def judge_rules(
     leaves it; for callers that re-judge many trajectories without an LLM (curation's
     conversion stage) and need no event loop.
     """
-    ctx = JudgingContext(
-        task=task,
-        trajectory=trajectory,
-        log=log,
-        products=products,
-        config=config,
-        profile=profile,
-        truth=truth,
-        stock=stock,
-    )
+    ctx = _context(task, trajectory, log=log, against=against, config=config)
     checks = rule_checks(ctx)
     checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))
     return verdict(ctx, checks)

@@ -54,18 +54,20 @@ def answer_version(log: Sequence[ToolLogEntry]) -> int:
 
 @dataclass(frozen=True)
 class AtAnswer:
-    """What a world episode's answer is judged against; pass each field to ``judging.judge.judge``.
+    """What an answer is judged against (``judging.judge.judge``'s ``against``).
+
+    ``AtAnswer(lookup)`` is a static catalog: no world, so no other truth, no stock, no shopper.
 
     Attributes:
+        products: the product lookup (a world's: at the answer's version).
         truth: the task as judged at the answer's version (None: its own gold holds).
-        products: the product lookup at that version.
         stock: the stock lookup at that version (None: stock is not judged, a static catalog).
         profile: the task's hidden shopper, where the tool set offers ``ask_user`` (else None:
             an agent that cannot ask is never scored on questions it could not put).
     """
 
-    truth: Task | None
     products: ProductLookup
+    truth: Task | None = None
     stock: StockLookup | None = None
     profile: ShopperProfile | None = None
 

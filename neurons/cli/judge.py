@@ -188,7 +188,7 @@ def judge_command(
             if judge_url
             else None
         )
-        at = on.against(the_task, log, toolset) if on is not None else AtAnswer(None, search_index.products)
+        at = on.against(the_task, log, toolset) if on is not None else AtAnswer(search_index.products)
         judgment = asyncio.run(_judge(the_task, the_trajectory, log, at, config, completer))
     finally:
         search_index.close()
@@ -209,10 +209,7 @@ async def _judge(
             task,
             trajectory,
             log=log,
-            products=at.products,
-            truth=at.truth,
-            stock=at.stock,
-            profile=at.profile,
+            against=at,
             completer=completer,
             config=config,
         )

@@ -206,21 +206,14 @@ async def judge_sample(
         return judge_unanswered(
             task, episode_id=record.episode_id, miner_hotkey=EVAL_HOTKEY, end=end, config=config
         )
-    at = (
-        world.against(task, record.log, config.toolset)
-        if world is not None
-        else AtAnswer(None, index.products)
-    )
+    at = world.against(task, record.log, config.toolset) if world is not None else AtAnswer(index.products)
     return await judge(
         task,
         record.trajectory,
         log=record.log,
-        products=at.products,
+        against=at,
         completer=completer,
         config=config,
-        truth=at.truth,
-        stock=at.stock,
-        profile=at.profile,
     )
 
 

@@ -278,16 +278,13 @@ class Episodes:
                 config=deps.judge_config,
             )
         else:
-            at = self.world.at_answer(task, log) if self.world is not None else AtAnswer(None, self.products)
+            at = self.world.at_answer(task, log) if self.world is not None else AtAnswer(self.products)
             async with self.judge_slots:
                 judgment = await judge(
                     task,
                     reply.trajectory,
                     log=log,
-                    products=at.products,
-                    truth=at.truth,
-                    stock=at.stock,
-                    profile=at.profile,
+                    against=at,
                     completer=deps.completer,
                     config=deps.judge_config,
                     executor=deps.judge_executor,

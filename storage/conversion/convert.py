@@ -193,7 +193,7 @@ def _against(
     task: Task, kept: Sequence[ToolLogEntry], toolset: str, index: ProductIndex, world: WorldJudging | None
 ) -> AtAnswer:
     """What the converted trace is re-judged against: the world at its answer, or the static index."""
-    at = world.against(task, kept, toolset) if world is not None else AtAnswer(None, index.products)
+    at = world.against(task, kept, toolset) if world is not None else AtAnswer(index.products)
     return replace(at, products=memoised(at.products))
 
 
@@ -205,10 +205,7 @@ def _rejudge(
         task,
         built,
         log=kept,
-        products=against.products,
-        truth=against.truth,
-        stock=against.stock,
-        profile=against.profile,
+        against=against,
         config=config,
     )
 

@@ -9,6 +9,7 @@ import pytest
 
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.judge import JudgeConfig, judge
+from judging.world import AtAnswer
 from tests.judging.factory import lookup
 
 CALIBRATION = Path(__file__).resolve().parents[1] / "fixtures" / "calibration"
@@ -30,7 +31,7 @@ async def test_calibration_case(path: Path) -> None:
         Task.model_validate(case["task"]),
         Trajectory.model_validate(case["trajectory"]),
         log=[ToolLogEntry.model_validate(e) for e in case["log"]],
-        products=lookup,
+        against=AtAnswer(lookup),
         completer=None,
         config=JudgeConfig(),
     )

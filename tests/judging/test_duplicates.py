@@ -8,6 +8,7 @@ from arena.types import Trajectory
 from judging.duplicates import FirstArrivals, credited_once, work_hash
 from judging.judge import JudgeConfig, judge
 from judging.types import DuplicateEvidence, Judgment
+from judging.world import AtAnswer
 from tests.judging.factory import Episode, good_shop_episode, lookup, shop_task
 
 
@@ -62,7 +63,12 @@ async def test_a_first_that_is_not_stored_credited_frees_the_work_for_the_copy()
 async def test_a_copy_scores_zero_with_a_reject_and_a_check_naming_the_original() -> None:
     ep = good_shop_episode()
     judgment = await judge(
-        shop_task(), ep.trajectory(), log=ep.log, products=lookup, completer=None, config=JudgeConfig()
+        shop_task(),
+        ep.trajectory(),
+        log=ep.log,
+        against=AtAnswer(lookup),
+        completer=None,
+        config=JudgeConfig(),
     )
     assert judgment.score > 0
     copy = credited_once(judgment, work="w-1", first_episode_id="ep-a")

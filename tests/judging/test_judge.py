@@ -17,6 +17,7 @@ from judging.judge import JudgeConfig, final_score, judge, judge_rules, judge_un
 from judging.reasoning import Completer
 from judging.reasoning_prompt import build_messages
 from judging.types import CHECK_NAMES, Judgment, Unscored
+from judging.world import AtAnswer
 from tests.judging.factory import (
     T0,
     Episode,
@@ -35,7 +36,7 @@ CONFIG = JudgeConfig(judge_backoff_s=0.0, judge_timeout_s=1.0)
 async def run(
     task: Task, traj: Trajectory, log: Sequence[ToolLogEntry], completer: Completer | None = None
 ) -> Judgment:
-    return await judge(task, traj, log=log, products=lookup, completer=completer, config=CONFIG)
+    return await judge(task, traj, log=log, against=AtAnswer(lookup), completer=completer, config=CONFIG)
 
 
 class Gullible:
@@ -149,7 +150,9 @@ async def test_unknown_id_and_too_long_rejects() -> None:
     assert j.rejects == ("unknown_product_id",) and j.score == 0.0
     ep = good_shop_episode()
     tight = JudgeConfig(token_budget=10)
-    j = await judge(shop_task(), ep.trajectory(), log=ep.log, products=lookup, completer=None, config=tight)
+    j = await judge(
+        shop_task(), ep.trajectory(), log=ep.log, against=AtAnswer(lookup), completer=None, config=tight
+    )
     assert j.rejects == ("too_long",) and j.score == 0.0 and j.success
 
 
@@ -303,7 +306,7 @@ async def test_judge_rules_is_judge_without_a_completer() -> None:
     for ep, task in ((good_shop_episode(), shop_task()), (good_voucher_episode("3001,3004"), voucher_task())):
         traj = ep.trajectory()
         judged = await run(task, traj, ep.log)
-        ruled = judge_rules(task, traj, log=ep.log, products=lookup, config=CONFIG)
+        ruled = judge_rules(task, traj, log=ep.log, against=AtAnswer(lookup), config=CONFIG)
         assert ruled == judged and ruled.content_hash == judged.content_hash
         assert ruled.reasoning.unscored == Unscored(cause="disabled")
 
@@ -340,7 +343,7 @@ async def test_with_an_executor_the_cpu_work_of_judging_runs_off_the_event_loop(
             shop_task(),
             ep.trajectory(),
             log=ep.log,
-            products=lookup,
+            against=AtAnswer(lookup),
             completer=Gullible(),
             config=CONFIG,
             executor=pool,

@@ -20,6 +20,7 @@ from arena.world.types import HeldService, WorldTask
 from judging.judge import JudgeConfig, final_score, judge_rules
 from judging.shopper import shopper_evidence
 from judging.types import Judgment, ProcessStats, ShopperEvidence
+from judging.world import AtAnswer
 
 CONFIG = JudgeConfig(toolset="arena-3")
 SERVICE_WORDS = {
@@ -83,7 +84,7 @@ def episode(
 def judged(world: WorldOverlay, task: WorldTask, questions: list[str], answer: str) -> Judgment:
     trajectory, log = episode(world, task, questions, answer)
     return judge_rules(
-        task.task, trajectory, log=log, products=world.products, config=CONFIG, profile=task.profile
+        task.task, trajectory, log=log, against=AtAnswer(world.products, profile=task.profile), config=CONFIG
     )
 
 
@@ -150,7 +151,7 @@ def test_judging_is_deterministic(case: tuple[WorldOverlay, WorldTask, str]) -> 
 def test_a_task_without_a_profile_has_no_shopper_check(case: tuple[WorldOverlay, WorldTask, str]) -> None:
     world, task, _ = case
     trajectory, log = episode(world, task, [], task.task.gold[0].product_id)
-    judgment = judge_rules(task.task, trajectory, log=log, products=world.products, config=CONFIG)
+    judgment = judge_rules(task.task, trajectory, log=log, against=AtAnswer(world.products), config=CONFIG)
     assert judgment.check("shopper") is None
 
 

@@ -18,7 +18,7 @@ from arena.world.types import WorldSpec, WorldTask
 from judging.config import JudgeConfig
 from judging.judge import judge_rules
 from judging.types import GroundingEvidence, Judgment, OutcomeEvidence
-from judging.world import answer_version, judged_at_answer
+from judging.world import AtAnswer, answer_version, judged_at_answer
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +74,8 @@ def _judged(
         task.task,
         trajectory,
         log=log,
-        products=at.products,
-        stock=at.stock,
+        against=AtAnswer(at.products, truth=at.truth, stock=at.stock),
         config=JudgeConfig(),
-        truth=at.truth,
     )
 
 

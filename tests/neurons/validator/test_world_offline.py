@@ -97,10 +97,7 @@ def test_the_library_and_the_cli_judge_a_world_episode_offline_as_the_round_did(
                 trace.task,
                 trace.trajectory,
                 log=trace.tool_log,
-                products=at.products,
-                truth=at.truth,
-                stock=at.stock,
-                profile=at.profile,
+                against=at,
                 completer=None,
                 config=config,
             )

@@ -19,7 +19,7 @@ from arena.world.overlay import WorldOverlay
 from arena.world.types import HeldAttribute, ShopperProfile, WorldPack
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import ShopperEvidence
-from judging.world import WorldJudging
+from judging.world import AtAnswer, WorldJudging
 from storage.conversion.convert import Converter, convert, convert_judged
 from storage.conversion.facts import FactTable, as_number, digit_tokens, task_facts
 from storage.conversion.results import Conversion, Converted, Dropped
@@ -145,9 +145,8 @@ def _rejudged(trace: JudgedTrace, overlay: WorldOverlay, profile: ShopperProfile
         trace.task,
         trace.trajectory,
         log=trace.tool_log,
-        products=overlay.products,
+        against=AtAnswer(overlay.products, profile=profile),
         config=config,
-        profile=profile,
     )
     return trace.model_copy(update={"judgment": judgment})
 

@@ -52,15 +52,12 @@ async def _episode(
     output = await scripted_agent(request, call_tool)
     trajectory = output.trajectory(request, HOTKEY)
     config = JudgeConfig(catalog_version=index.catalog_version, toolset=toolset)
-    at = world.against(task, log, toolset) if world is not None else AtAnswer(None, index.products)
+    at = world.against(task, log, toolset) if world is not None else AtAnswer(index.products)
     judgment = await judge(
         task,
         trajectory,
         log=log,
-        products=at.products,
-        truth=at.truth,
-        stock=at.stock,
-        profile=at.profile,
+        against=at,
         completer=None,
         config=config,
     )

@@ -17,6 +17,7 @@ from arena.world.tasks import held_back_decides
 from arena.world.types import HeldService, WorldPack, WorldTask
 from judging.judge import JudgeConfig, judge_rules
 from judging.types import Judgment
+from judging.world import AtAnswer
 from neurons.miner.agents.contract import AgentRequest, prompt_text, system_prompt
 from neurons.miner.agents.llm import make_llm_agent
 from neurons.miner.agents.query import read_item
@@ -45,9 +46,8 @@ async def solve(world: WorldOverlay, task: WorldTask, toolset: str) -> tuple[Jud
         task.task,
         trajectory,
         log=log,
-        products=world.products,
+        against=AtAnswer(world.products, profile=task.profile),
         config=JudgeConfig(toolset=toolset),
-        profile=task.profile,
     )
     return judgment, log
 

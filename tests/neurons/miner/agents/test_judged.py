@@ -22,6 +22,7 @@ from arena.types import Task, ToolLogEntry, Trajectory
 from judging.axis import axis_for_miner
 from judging.judge import JudgeConfig, judge
 from judging.types import Judgment
+from judging.world import AtAnswer
 from neurons.miner.agents.contract import AgentRequest
 from neurons.miner.agents.scripted import scripted_agent
 from tests.arena.logging_caller import logging_caller
@@ -51,7 +52,7 @@ async def episode(task: Task, index: SearchIndex, number: int, narrate: bool) ->
     output = await scripted_agent(request, call_tool, narrate=narrate)
     trajectory = output.trajectory(request, "hk-scripted")
     judgment = await judge(
-        task, trajectory, log=log, products=index.products, completer=None, config=JudgeConfig()
+        task, trajectory, log=log, against=AtAnswer(index.products), completer=None, config=JudgeConfig()
     )
     return trajectory, judgment
 
