@@ -7,8 +7,9 @@ its first block whose time is at or after the drand round's publication (the pul
 chain); it is applied under ``set_weights``'s rules at that block (``rules.reveal_weights``). A
 failed reveal is silent, as on chain: the commit is marked ``failed`` with the pallet error and no
 weights change; one whose round is not published before its reveal epoch ends is ``expired``.
-Epochs here are the local chain's: ``tempo + 1`` blocks, epoch ``e`` starting at block
-``e * (tempo + 1)``.
+Epochs are subtensor's (``LocalChainConfig.epoch_index``): ``tempo + 1`` blocks, offset by
+``netuid + 1``, epoch ``e`` starting at block ``e * (tempo + 1) - (netuid + 1)``. The SDK times a
+commit's drand round for the first block of its reveal epoch counted that way.
 """
 
 from __future__ import annotations
@@ -41,9 +42,8 @@ def keep_commit(
 
 def reveal_window(config: LocalChainConfig, commit: CommitRecord) -> tuple[int, int]:
     """The first and the last block of the commit's reveal epoch."""
-    period = config.tempo + 1
-    first = (commit.block // period + config.reveal_period_epochs) * period
-    return first, first + period - 1
+    first = config.epoch_start(config.epoch_index(commit.block) + config.reveal_period_epochs)
+    return first, first + config.tempo
 
 
 def opening_block(config: LocalChainConfig, commit: CommitRecord) -> int | None:

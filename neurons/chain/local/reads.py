@@ -30,9 +30,8 @@ def _on_subnet(read: StorageRead, default: Any = None) -> StorageRead:
 
 
 def epoch(view: ChainView) -> tuple[int, int]:
-    """(last epoch block, epoch index): an epoch runs every tempo + 1 blocks."""
-    period = view.config.tempo + 1
-    return view.block - view.block % period, view.block // period
+    """(the block the subnet's epoch last ran at, the epoch index): ``LocalChainConfig.epoch_index``."""
+    return view.config.last_step(view.block), view.config.epoch_index(view.block)
 
 
 def _axon(n: NeuronRow) -> dict[str, int]:
@@ -123,10 +122,9 @@ def metagraph(view: ChainView) -> dict[str, Any]:
 
 def commits_by_epoch(view: ChainView, commits: list[CommitRecord]) -> list[tuple[int, list[Any]]]:
     """``TimelockedWeightCommits`` as decoded: epoch -> [(hotkey, block, ciphertext, reveal round)]."""
-    period = view.config.tempo + 1
     by_epoch: dict[int, list[Any]] = {}
     for commit in commits:
         # The ciphertext is in the extrinsic log; readers of this map want who and when.
         entry = (commit.signer, commit.block, "0x", commit.reveal_round)
-        by_epoch.setdefault(commit.block // period, []).append(entry)
+        by_epoch.setdefault(view.config.epoch_index(commit.block), []).append(entry)
     return sorted(by_epoch.items())

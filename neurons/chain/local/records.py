@@ -36,6 +36,25 @@ class LocalChainConfig:
     # process on one host, as in the demo and tests/e2e) needs them: only then may this be True.
     loopback_axons: bool = False
 
+    def epoch_index(self, block: int) -> int:
+        """The subnet's epoch at ``block``, as subtensor counts it (``get_epoch_index``).
+
+        Epochs are ``tempo + 1`` blocks offset by ``netuid + 1``, so that subnets do not all step
+        at once; the SDK times a commit's drand round by the same count, so the chain must too.
+        """
+        return (block + self.netuid + 1) // (self.tempo + 1)
+
+    def epoch_start(self, index: int) -> int:
+        """The first block of epoch ``index``."""
+        return index * (self.tempo + 1) - (self.netuid + 1)
+
+    def last_step(self, block: int) -> int:
+        """The last block at or before ``block`` at which the subnet's epoch ran (0: none yet).
+
+        Subtensor runs it where ``blocks_until_next_epoch`` is 0: an epoch's last block.
+        """
+        return max(0, block - (block + self.netuid + 2) % (self.tempo + 1))
+
     def block_at(self, now: float) -> int:
         """The block current at wall time ``now`` (block 1 is genesis)."""
         return 1 + max(0, math.floor((now - self.genesis_time) / self.block_seconds))

@@ -185,7 +185,7 @@ async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
     config = chain_config(net)
     opened = commit.revealed_block
     assert commit.status == "revealed" and opened is not None
-    epoch_start = ((submission.block or 0) // 21 + 1) * 21
+    epoch_start = config.epoch_start(config.epoch_index(submission.block or 0) + 1)
     assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + 21
     assert config.block_time(opened) >= commit.reveal_at
     on_chain = read_weights(net.path, clock=net.clock)[1]
@@ -226,6 +226,33 @@ async def test_a_missing_reveal_is_counted_logged_and_resubmitted(
     with sessions() as session:
         assert [w.reveal_status for w in repository.weight_history(session)] == ["pending", "missing"]
         assert repository.last_successful_weights(session, landed=True) is None
+
+
+async def test_a_commit_in_the_last_blocks_of_an_epoch_opens_where_the_sdk_timed_its_round(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    """The SDK times a commit's round by subtensor's epochs (offset by netuid + 1); the chain opens it there.
+
+    Committed at a block where that count has turned and ``block // (tempo + 1)`` has not, the
+    commit expired before the local chain counted epochs as subtensor does (the demo's last one did).
+    """
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    chain = net.chain("validator")
+    config = chain_config(net)
+    period = config.tempo + 1
+    block = config.block_at(net.clock.now)
+    net.clock.advance(
+        config.block_seconds * ((period - 1 - block % period) % period)
+    )  # an epoch's last block
+    committed = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(config.block_seconds * 3 * period)
+    verified = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
+
+    assert committed.submission is not None and committed.submission.committed
+    assert (committed.submission.block or 0) % period == period - 1
+    [commit, *_] = read_commits(net.path, clock=net.clock)
+    assert (commit.status, commit.error) == ("revealed", None)
+    assert verified.reveal is not None and verified.reveal.status == "revealed"
 
 
 def chain_config(net: LocalNet) -> Any:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from neurons.chain.local.records import LocalChainConfig
 from neurons.chain.local.state import (
     LocalChain,
     create_local_chain,
@@ -133,27 +134,28 @@ COMMIT = {"netuid": 3, "mecid": 0, "commit": b"sealed", "reveal_round": 77, "com
 
 def test_a_commit_opens_in_its_reveal_epoch_at_the_first_block_after_its_round(tmp_path: Path) -> None:
     clock = Clock()
-    # Epochs of 6 blocks: the commit (block 1, epoch 0) opens in epoch 1, blocks 6 to 11.
+    # Epochs of 6 blocks offset by netuid + 1 (4), as subtensor counts them: the commit (block 1,
+    # epoch 0: blocks -4 to 1) opens in epoch 1, blocks 2 to 7.
     chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5)
     register(chain.path, "v", "cv", validator_permit=True)
     register(chain.path, "m", "cm")
     plain = {"dests": [0, 2], "weights": [32768, 65535], "version_key": 0}
-    sealed = {"reveal_at": clock.now + 100.0, "plaintext": plain}
+    sealed = {"reveal_at": clock.now + 62.0, "plaintext": plain}
 
     outcome = chain.dispatch(
         "v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed
     )
-    clock.now += 95.0
+    clock.now += 50.0
     before = read_weights(chain.path, clock=clock)
     [pending] = chain.pending_commits()
-    clock.now += 10.0  # +105 s: block 9, made at +96 s, before the round
+    clock.now += 20.0  # +70 s: block 6, made at +60 s, before the round
     inside = read_weights(chain.path, clock=clock)
-    clock.now += 3.0  # +108 s: block 10, the first made after the round
+    clock.now += 2.0  # +72 s: block 7, the first made after the round (the epoch's last)
 
     assert outcome.success and before == inside == {} and pending.reveal_round == 77
     assert read_weights(chain.path, clock=clock) == {1: {0: 32768, 2: 65535}}
     [commit] = read_commits(chain.path, clock=clock)
-    assert commit.status == "revealed" and commit.revealed_block == 10  # block 10 is made at +108 s
+    assert commit.status == "revealed" and commit.revealed_block == 7  # block 7 is made at +72 s
     assert chain.view().neurons[1].last_update == outcome.block  # the commit's block, not the reveal's
 
 
@@ -164,7 +166,7 @@ def test_a_failed_reveal_is_silent_on_chain(tmp_path: Path) -> None:
     sealed = {"reveal_at": clock.now + 5.0, "plaintext": {"dests": [0], "weights": [1], "version_key": 0}}
     chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
     register(chain.path, "v", "cv", validator_permit=False)  # the permit is lost before the reveal
-    clock.now += 25.0  # block 26: in the reveal epoch (blocks 21 to 41), the round long published
+    clock.now += 25.0  # block 26: in the reveal epoch (blocks 17 to 37), the round long published
 
     assert read_weights(chain.path, clock=clock) == {}
     [commit] = read_commits(chain.path, clock=clock)
@@ -182,19 +184,20 @@ def test_a_round_published_before_the_reveal_epoch_waits_for_it_and_one_after_it
     chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5, weights_rate_limit=0)
     register(chain.path, "v", "cv", validator_permit=True)
     plain = {"dests": [0], "weights": [1], "version_key": 0}
-    early = {"reveal_at": clock.now + 10.0, "plaintext": plain}  # before epoch 1 starts (block 6)
-    late = {"reveal_at": clock.now + 200.0, "plaintext": plain}  # after epoch 1 ends (block 11)
+    # The commits (block 1) open in epoch 1: blocks 2 to 7 (6 blocks, offset by netuid + 1).
+    early = {"reveal_at": clock.now - 5.0, "plaintext": plain}  # published already: waits for block 2
+    late = {"reveal_at": clock.now + 200.0, "plaintext": plain}  # after epoch 1 ends (block 7)
     for sealed in (early, late):
         chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
 
-    clock.now += 59.0  # block 5
+    clock.now += 11.0  # still block 1
     waiting = [c.status for c in read_commits(chain.path, clock=clock)]
-    clock.now += 100.0  # block 14
+    clock.now += 100.0  # block 10
     settled = read_commits(chain.path, clock=clock)
 
     assert waiting == ["pending", "pending"]
     assert [(c.status, c.revealed_block, c.error) for c in settled] == [
-        ("revealed", 6, None),
+        ("revealed", 2, None),
         ("expired", None, "NoDrandPulse"),
     ]
 
@@ -203,3 +206,12 @@ def test_a_missing_file_is_never_created(tmp_path: Path) -> None:
     with pytest.raises(LocalChainError, match="no local chain"):
         register(tmp_path / "none.db", "a", "ca")
     assert not (tmp_path / "none.db").exists()
+
+
+def test_epochs_are_counted_as_subtensor_counts_them() -> None:
+    """Offset by netuid + 1: on netuid 1 with tempo 10 the epoch runs at block 8, and epoch 1 starts at 9."""
+    config = LocalChainConfig(netuid=1, owner_hotkey="o", owner_coldkey="c", genesis_time=0.0, tempo=10)
+
+    assert [config.epoch_index(b) for b in (0, 8, 9, 19, 20)] == [0, 0, 1, 1, 2]
+    assert config.epoch_start(1) == 9 and config.epoch_start(2) == 20
+    assert [config.last_step(b) for b in (1, 7, 8, 9, 18, 19)] == [0, 0, 8, 8, 8, 19]
