@@ -3,7 +3,7 @@
 Curation is measured with and without the conversion stage over the same stored traces.
 
 The world: a synthetic catalog (``--products``) and its index, ``--tasks`` generated tasks, one
-judged scripted-harness episode each (``tests/storage/conversion/world.py``: the axis-B
+judged scripted-harness episode each (``tests/curation/conversion/world.py``: the axis-B
 baseline through a logging caller, judged by the rule checks). Then:
 
 - ``writer``: every trace's rationales written and verified (fact table, template writer,
@@ -53,13 +53,10 @@ sys.path.insert(0, str(ROOT))  # the harness traces are built by the tests' worl
 from arena.catalog import write_products  # noqa: E402
 from arena.index import build_index, open_index  # noqa: E402
 from arena.synth import iter_synth_products  # noqa: E402
-from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
-from neurons.batch import batch_collector  # noqa: E402
-from storage import repository  # noqa: E402
-from storage.conversion.convert import Converter, ConverterSpec, convert_judged, run_now, source_hash  # noqa: E402
-from storage.conversion.facts import task_facts  # noqa: E402
-from storage.conversion.lines import conversion_line, converted_line  # noqa: E402
-from storage.conversion.pool import (  # noqa: E402
+from curation.conversion.convert import Converter, ConverterSpec, convert_judged, run_now, source_hash  # noqa: E402
+from curation.conversion.facts import task_facts  # noqa: E402
+from curation.conversion.lines import conversion_line, converted_line  # noqa: E402
+from curation.conversion.pool import (  # noqa: E402
     CHUNK,
     IN_PROCESS,
     START_AFTER,
@@ -68,16 +65,19 @@ from storage.conversion.pool import (  # noqa: E402
     Workers,
     available_cores,
 )
-from storage.conversion.pruning import prune  # noqa: E402
-from storage.conversion.results import Converted  # noqa: E402
-from storage.conversion.template import TemplateWriter  # noqa: E402
-from storage.conversion.writing import TraceWriter, memoised  # noqa: E402
+from curation.conversion.pruning import prune  # noqa: E402
+from curation.conversion.results import Converted  # noqa: E402
+from curation.conversion.template import TemplateWriter  # noqa: E402
+from curation.conversion.writing import TraceWriter, memoised  # noqa: E402
+from curation.export import curate_and_export  # noqa: E402
+from curation.gates import CurationConfig  # noqa: E402
+from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
+from neurons.batch import batch_collector  # noqa: E402
+from storage import repository  # noqa: E402
 from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402
-from storage.export import curate_and_export  # noqa: E402
-from storage.gates import CurationConfig  # noqa: E402
 from storage.records import JudgedTrace  # noqa: E402
 from storage.tasks import save_tasks  # noqa: E402
-from tests.storage.conversion.world import readdressed, scripted_traces  # noqa: E402
+from tests.curation.conversion.world import readdressed, scripted_traces  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "conversion.json"
 

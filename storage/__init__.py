@@ -1,1 +1,1 @@
-"""Persistence of tasks, episodes, tool logs, judgments and weights; curation and export."""
+"""Persistence of tasks, episodes, tool logs, judgments, rounds and weights (SQLAlchemy, Alembic)."""

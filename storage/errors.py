@@ -4,10 +4,7 @@ StorageError
 ├── SchemaError      the database has no schema version, an unknown (newer) one, or is behind head
 ├── ConflictError    a write reuses a key (episode id, task id, round id) with different content
 ├── MissingRecord    a write refers to a record that is not stored (task, round, episode)
-├── UnstorableContent  an episode holds text no encoding can store (a lone surrogate)
-└── CurationError    curation or export cannot go on
-    ├── SplitLeakError   the task audit found a leak across the train / eval split
-    └── RowError         an export row does not match its format (a bug in the export)
+└── UnstorableContent  an episode holds text no encoding can store (a lone surrogate)
 
 Every database failure leaves storage as a ``StorageError`` (raised ``from`` the driver's
 error), so callers never need to import SQLAlchemy or a driver to handle one.
@@ -39,15 +36,3 @@ class UnstorableContent(StorageError):
     miner, so the caller stores the episode as a miner fault instead (``storable_log`` keeps the
     tool log).
     """
-
-
-class CurationError(StorageError):
-    """Curation or export cannot go on (bad configuration, an unwritable output)."""
-
-
-class SplitLeakError(CurationError):
-    """The train / eval split leaks: the task audit found tasks on both sides that share an answer."""
-
-
-class RowError(CurationError):
-    """An export row does not match its format (a bug in the export, never a data problem)."""

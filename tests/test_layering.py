@@ -1,9 +1,10 @@
-"""Imports point one way: arena <- judging <- storage <- neurons; the SDK stays in neurons/chain/; no cycles.
+"""Imports point one way: arena <- judging <- storage <- curation <- neurons; the SDK stays in neurons/chain/.
 
-Inside neurons/ the two roles stay apart: the validator package never imports the miner package
-and the miner never imports the validator; what both need lives at the top (protocol, errors,
-metrics, logs, settings) or in neurons/chain/. Every import counts, including those inside
-functions and under ``TYPE_CHECKING``: a cycle hidden from the interpreter is still a cycle.
+There are no cycles. Inside neurons/ the two roles stay apart: the validator package never imports
+the miner package and the miner never imports the validator; what both need lives at the top
+(protocol, errors, metrics, logs, settings) or in neurons/chain/. Every import counts, including
+those inside functions and under ``TYPE_CHECKING``: a cycle hidden from the interpreter is still a
+cycle.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("arena", "judging", "storage", "neurons")
+PACKAGES = ("arena", "judging", "storage", "curation", "neurons")
 # Which of our packages each package may import.
 ALLOWED = {
     "arena": set(),
     "judging": {"arena"},
     "storage": {"arena", "judging"},
-    "neurons": {"arena", "judging", "storage"},
+    "curation": {"arena", "judging", "storage"},
+    "neurons": {"arena", "judging", "storage", "curation"},
 }
 # Role packages inside neurons/ that must not import each other.
 APART = (("neurons.validator", "neurons.miner"), ("neurons.miner", "neurons.validator"))

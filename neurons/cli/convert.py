@@ -14,15 +14,15 @@ from typing import Annotated, Any
 
 import typer
 
+from curation.conversion.convert import Converter, ConverterSpec, convert_judged
+from curation.conversion.lines import UNREADABLE, conversion_line, converted_line, read_traces
+from curation.conversion.pool import ConversionPool, Workers
+from curation.conversion.results import ConversionConfig
+from curation.conversion.step import RationaleWriter
+from curation.conversion.template import TemplateWriter
 from judging.types import AXES
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
-from storage.conversion.convert import Converter, ConverterSpec, convert_judged
-from storage.conversion.lines import UNREADABLE, conversion_line, converted_line, read_traces
-from storage.conversion.pool import ConversionPool, Workers
-from storage.conversion.results import ConversionConfig
-from storage.conversion.step import RationaleWriter
-from storage.conversion.template import TemplateWriter
 from storage.records import JudgedTrace
 
 TEACHER_KEY_ENV = "ARENA_TEACHER_API_KEY"
@@ -148,8 +148,8 @@ def _check_worlds(root: Path | None) -> None:
 def _writer(base_url: str | None, model: str | None) -> RationaleWriter:
     if not base_url or not model:
         return TemplateWriter()
+    from curation.conversion.teacher import TeacherWriter
     from judging.reasoning import OpenAICompleter
-    from storage.conversion.teacher import TeacherWriter
 
     completer = OpenAICompleter(base_url, model, api_key=os.environ.get(TEACHER_KEY_ENV, "none"))
     return TeacherWriter(completer)

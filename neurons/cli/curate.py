@@ -11,16 +11,17 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from arena.errors import SearchIndexError
+from curation.conversion.convert import Converter, ConverterSpec
+from curation.conversion.pool import Workers
+from curation.errors import CurationError, SplitLeakError
+from curation.export import curate_and_export
+from curation.formats import FORMATS
+from curation.gates import CurationConfig, SplitBy, UnscoredPolicy
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
-from storage.conversion.convert import Converter, ConverterSpec
-from storage.conversion.pool import Workers
 from storage.db import check_schema, make_engine, make_sessionmaker
-from storage.errors import CurationError, SplitLeakError, StorageError
-from storage.export import curate_and_export
-from storage.formats import FORMATS
-from storage.gates import CurationConfig, SplitBy, UnscoredPolicy
+from storage.errors import StorageError
 from storage.traces import count_judged
 
 
@@ -212,7 +213,7 @@ def _run(
                 )
     except SplitLeakError as exc:
         fail(str(exc), code=1)
-    except StorageError as exc:
+    except (CurationError, StorageError) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {out}: {exc}")

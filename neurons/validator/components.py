@@ -24,6 +24,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from arena.episode import EpisodeRegistry, EpisodeTokens
 from arena.errors import SearchIndexError
 from arena.index import SearchIndex, open_index
+from curation.conversion.convert import Converter
+from curation.export import curate_and_export
 from judging.judge import JudgeConfig
 from judging.reasoning import OpenAICompleter
 from judging.world import world_lookup
@@ -55,9 +57,7 @@ from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
 from neurons.validator.worlds import RoundWorld, round_world
 from storage import repository
-from storage.conversion.convert import Converter
 from storage.db import in_session, make_sessionmaker
-from storage.export import curate_and_export
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ Exporter = Callable[[Session, Path], Mapping[str, Any]]
 
 
 def curation_exporter(settings: ValidatorSettings) -> Exporter:
-    """The export job's exporter: the curation funnel with its defaults (``storage.export``).
+    """The export job's exporter: the curation funnel with its defaults (``curation.export``).
 
     Each run rewrites the export directory from the whole database (SFT, KTO, DPO and GRPO
     files, funnel, manifest, dataset card); the card names the database without its password.

@@ -9,13 +9,13 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from arena.index import SearchIndex
+from curation.conversion.convert import Converter
 from neurons.cli import app
 from neurons.cli.convert import _convert_all
 from storage import repository
-from storage.conversion.convert import Converter
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.tasks import save_tasks
-from tests.storage.conversion.world import scripted_traces
+from tests.curation.conversion.world import scripted_traces
 
 runner = CliRunner()
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from neurons.cli import app
 from storage.db import make_engine, make_sessionmaker, upgrade
-from tests.storage.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
+from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
 
 runner = CliRunner()
 

@@ -118,7 +118,7 @@ def test_tasks_from_a_training_export_are_refused_and_counted(
     tasks = eval_tasks()
     export = tmp_path / "export"
     export.mkdir()
-    # The shape storage/manifest.py writes (arena.export-manifest/1).
+    # The shape curation/manifest.py writes (arena.export-manifest/1).
     manifest = {
         "schema": "arena.export-manifest/1",
         "splits": {

@@ -20,14 +20,14 @@ from arena.tools import ToolContext
 from arena.world.compile import compile_world
 from arena.world.pack import save_pack
 from arena.world.seed import WorldRound
+from curation.conversion.convert import Converter, convert_judged
+from curation.conversion.results import Converted, Dropped
 from judging.judge import JudgeConfig, judge
 from judging.world import WorldJudging, world_lookup
 from neurons.cli import app
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.rounds import run_round
 from neurons.validator.worlds import RoundWorld
-from storage.conversion.convert import Converter, convert_judged
-from storage.conversion.results import Converted, Dropped
 from storage.records import JudgedTrace
 from tests.neurons.conftest import LocalNet
 from tests.neurons.rig import all_traces, make_sessions, running_rig

@@ -1,0 +1,1 @@
+"""Curation: judged traces from storage into training data (the funnel, conversion, rows, formats, export)."""
