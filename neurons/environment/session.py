@@ -36,7 +36,7 @@ from arena.tools import tool_schemas
 from arena.tools.tool import error_result
 from arena.types import FunctionCall, Message, Task, ToolCall, ToolLogEntry, Trajectory
 from judging.context import Completer, JudgingContext
-from judging.judge import judge, judge_rules
+from judging.judge import judge
 from judging.types import Judgment
 from neurons.environment.errors import EnvFull, UnknownSession
 from neurons.environment.rewards import Progress, TurnRewardConfig, progress, settlement, turn_reward
@@ -413,19 +413,11 @@ class Environment:
         log = tuple(session.entries)
         against = self.tasks.against(session.task, log)
         config = self.tasks.judge_config
-        if self.completer is None:
-            judgment = judge_rules(session.task, trajectory, log=log, against=against, config=config)
-        else:
-            judgment = asyncio.run(
-                judge(
-                    session.task,
-                    trajectory,
-                    log=log,
-                    against=against,
-                    completer=self.completer,
-                    config=config,
-                )
-            )
+        # judge() as the validator calls it: with no completer it still reads the injection scan.
+        judged = judge(
+            session.task, trajectory, log=log, against=against, completer=self.completer, config=config
+        )
+        judgment = asyncio.run(judged)  # a step runs on the caller's thread, never inside a running loop
         session.rewards.append(
             round(reward + settlement(judgment.score, session.advanced, self.config.rewards), 9)
         )

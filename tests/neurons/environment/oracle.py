@@ -9,6 +9,7 @@ listing, recommends it and terminates: the episode a validator scores 1.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.world.changes import truth_at
@@ -71,14 +72,34 @@ def answer_ids(env: Environment, task: WorldTask, seq: int) -> list[str]:
     return [item.product_id for item in truth.gold]
 
 
-def solve(env: Environment, task: WorldTask, *, say: bool = True, extra: int = 0) -> Play:
-    """Play the honest episode on ``task`` (``extra``: that many more views of the answer before it).
+def solve(
+    env: Environment,
+    task: WorldTask,
+    *,
+    prelude: Sequence[tuple[str, dict[str, object]]] = (),
+    ask: bool = True,
+    say: str | None = None,
+    extra: int = 0,
+) -> Play:
+    """Play the honest episode on ``task``; the arguments bend it for the reward-hacking cases.
 
     Searches until every id of the answer at the version the recommendation will see has shown
     up (a change mid-episode may move it), each item's title cheapest first, page by page.
+
+    Args:
+        env: the environment.
+        task: the world task.
+        prelude: calls played first (tool, arguments).
+        ask: ask the held-back needs (off: the request as stated is all the agent knows).
+        say: the text that comes with the views (None: the prices the searches showed).
+        extra: how many more views of the answer, each with the same text.
     """
     session = env.reset(task_id=task.task.task_id).session_id
-    outcomes = [step(env, session, "ask_user", {"question": question(h)}) for h in task.profile.held_back]
+    outcomes = [step(env, session, tool, arguments) for tool, arguments in prelude]
+    if ask:
+        outcomes += [
+            step(env, session, "ask_user", {"question": question(h)}) for h in task.profile.held_back
+        ]
     shown: dict[str, float] = {}
     pages = [0] * len(task.task.gold)
     while True:
@@ -94,10 +115,10 @@ def solve(env: Environment, task: WorldTask, *, say: bool = True, extra: int = 0
         found = step(env, session, "find_product", {"q": title, "page": pages[item], "sort": "priceasc"})
         outcomes.append(found)
         shown |= result_facts(found.result).prices
-    claim = "; ".join(f"{pid} costs {shown[pid]:.2f}" for pid in chosen)
+    claim = "; ".join(f"{pid} costs {shown[pid]:.2f}" for pid in chosen) if say is None else say
     for _ in range(extra + 1):
         view = {"product_ids": ",".join(chosen)}
-        outcomes.append(step(env, session, "view_product_information", view, claim if say else ""))
+        outcomes.append(step(env, session, "view_product_information", view, claim))
     outcomes.append(step(env, session, "recommend_product", {"product_ids": ",".join(chosen)}))
     outcomes.append(step(env, session, "terminate", {"status": "success"}))
     return Play(outcomes)

@@ -1,4 +1,4 @@
-"""Environment sessions: the validator's tools, shopper, world changes and judge, step by step; faults are data."""
+"""Environment sessions: the validator's tools, shopper, world changes and judge, step by step."""
 
 from __future__ import annotations
 
