@@ -52,6 +52,10 @@ class ArenaGroup(LazyGroup):
             "neurons.cli.curate:curate",
             "Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.",
         ),
+        "env": LazyCommand(
+            "neurons.cli.env:app",
+            "The arena as an RL environment: sessions with turn rewards (HTTP, OpenEnv), rollouts into data.",
+        ),
         "convert": LazyCommand(
             "neurons.cli.convert:convert_command",
             "Convert judged traces into agentic trajectories: a rationale per call, re-judged.",

@@ -35,9 +35,10 @@ from arena.errors import EpisodeError
 from arena.tools import tool_schemas
 from arena.tools.tool import error_result
 from arena.types import FunctionCall, Message, Task, ToolCall, ToolLogEntry, Trajectory
-from judging.context import Completer, JudgingContext
+from judging.context import JudgingContext
 from judging.judge import judge
 from judging.types import Judgment
+from neurons import metrics
 from neurons.environment.errors import EnvFull, UnknownSession
 from neurons.environment.rewards import Progress, TurnRewardConfig, progress, settlement, turn_reward
 from neurons.environment.tasks import EnvTasks
@@ -120,7 +121,6 @@ class Environment:
         tasks: EnvTasks,
         config: EnvConfig | None = None,
         *,
-        completer: Completer | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """Create the environment.
@@ -128,13 +128,10 @@ class Environment:
         Args:
             tasks: the tasks, the tools' world and what episodes are judged against.
             config: budgets, bounds and turn-reward weights (``EnvConfig`` defaults when None).
-            completer: the LLM reasoning judge, as the validator's; None leaves reasoning
-                unscored (neutral in the score), as a validator without a judge does.
             clock: unix time in seconds (the wall-time budgets; injectable for tests).
         """
         self.tasks = tasks
         self.config = config or EnvConfig()
-        self.completer = completer
         self.tools = tuple(tool_schemas(tasks.toolset))
         # Every token is ours and checked by lookup; the secret only has to be unguessable. Each
         # session keeps its own log (the entries the registry returns); the registry keeps none.
@@ -214,6 +211,7 @@ class Environment:
         session = self._get(session_id)
         with session.lock:
             if session.done:
+                metrics.ENV_STEPS.labels("refused").inc()
                 refused = error_result(f"the episode has ended ({session.end}); reset for another")
                 return StepOutcome(
                     session_id=session_id, step=-1, tool=action.tool, result=refused.content,
@@ -228,6 +226,7 @@ class Environment:
                 # Past the wall time (the step budget ends the episode on its last call, below).
                 return self._refused_at_end(session, action, str(exc))
             entry = self._attest(session, entry)
+            metrics.ENV_STEPS.labels(entry.status).inc()
             session.entries.append(entry)
             session.turns += [self._assistant_turn(action, call_id), self._tool_turn(entry)]
             reward, parts = self._turn_reward(session)
@@ -267,6 +266,7 @@ class Environment:
     def _refused_at_end(self, session: _Session, action: Action, why: str) -> StepOutcome:
         """A call the registry refused (wall time spent): the episode ends, the call is a tool error."""
         refused = error_result(f"tool server refused the call: {why}")
+        metrics.ENV_STEPS.labels("refused").inc()
         final = self._finish(session, "timeout", 0.0)
         return StepOutcome(
             session_id=session.session_id, step=-1, tool=action.tool, result=refused.content,
@@ -413,15 +413,15 @@ class Environment:
         log = tuple(session.entries)
         against = self.tasks.against(session.task, log)
         config = self.tasks.judge_config
-        # judge() as the validator calls it: with no completer it still reads the injection scan.
-        judged = judge(
-            session.task, trajectory, log=log, against=against, completer=self.completer, config=config
-        )
+        # judge() as a validator without a reasoning judge calls it (reasoning unscored: neutral in
+        # the score); with no completer it still reads the injection scan.
+        judged = judge(session.task, trajectory, log=log, against=against, completer=None, config=config)
         judgment = asyncio.run(judged)  # a step runs on the caller's thread, never inside a running loop
         session.rewards.append(
             round(reward + settlement(judgment.score, session.advanced, self.config.rewards), 9)
         )
         session.end, session.judgment = end, judgment
+        metrics.ENV_EPISODES.labels(end).inc()
         final = session.final = Final(
             score=judgment.score,
             success=judgment.success,

@@ -8,23 +8,10 @@ from pathlib import Path
 import pytest
 
 from arena.index import SearchIndex
-from arena.world.compile import compile_world
-from arena.world.pack import save_pack
 from arena.world.tasks import cheapest_in_stock
 from arena.world.types import HeldService, WorldTask
 from neurons.environment.session import Environment
 from neurons.environment.tasks import EnvTasks, pack_tasks
-
-# A seed whose world reprices or sells out the cheapest listing of some tasks mid-episode.
-WORLD_SEED = "changes-both"
-
-
-@pytest.fixture(scope="session")
-def world_pack_dir(world_base: SearchIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A world pack compiled over the world base (read-only for tests)."""
-    directory = tmp_path_factory.mktemp("env-world") / "pack"
-    save_pack(compile_world(WORLD_SEED, world_base), directory)
-    return directory
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,54 @@
+"""`arena env serve`: a real environment server on loopback, and its refusals of bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from neurons.cli import app
+from tests.neurons.cli.servers import free_port, serving
+
+
+def test_serve_runs_an_episode_over_http(world_pack_dir: Path, world_base_dir: Path) -> None:
+    port = free_port()
+    args = [
+        "env",
+        "serve",
+        "--index",
+        str(world_base_dir),
+        "--world",
+        str(world_pack_dir),
+        "--port",
+        str(port),
+    ]
+    with serving(args, port=port) as url, httpx.Client(base_url=url, timeout=30.0) as client:
+        assert client.get("/health").json()["toolset"] == "arena-3"
+        reset = client.post("/v1/env/reset", json={"seed": 0}).json()
+        session = f"/v1/env/sessions/{reset['session_id']}"
+        found = client.post(
+            f"{session}/step", json={"tool": "find_product", "arguments": {"q": "bag", "page": 1}}
+        )
+        assert found.status_code == 200 and not found.json()["done"]
+        ended = client.post(f"{session}/step", json={"tool": "terminate", "arguments": {"status": "failure"}})
+        assert ended.json()["done"] and ended.json()["final"]["score"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "give --world"),
+        (["--world", "w", "--tasks", "t"], "give --world"),
+        (["--tasks", "missing.jsonl", "--toolset", "sb-9"], "unknown tool set"),
+    ],
+)
+def test_serve_refuses_bad_input(world_base_dir: Path, extra: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["env", "serve", "--index", str(world_base_dir), *extra])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_serve_help_has_an_example() -> None:
+    result = CliRunner().invoke(app, ["env", "serve", "--help"])
+    assert result.exit_code == 0 and "Example: arena env serve" in result.output
