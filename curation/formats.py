@@ -55,6 +55,11 @@ _CONVERSATION = List(_MESSAGE)
 _TOOLS = List(Json())
 PROVENANCE_COLUMNS = ("origin", "source_hash", "converter_version", "writer")
 ORIGINS = ("native", "converted")
+# A rollout row (``curation.rollouts``: a policy's own verified episode in the RL environment) is
+# native data made by a model: ``origin: rollout``, and the policy, its weights' hash and the
+# samples per task it was drawn from, in three more columns.
+ROLLOUT = "rollout"
+ROLLOUT_COLUMNS = ("policy", "weights_hash", "k")
 _PROVENANCE = {name: Value("string") for name in PROVENANCE_COLUMNS}
 WORLD_COLUMNS = ("world_id", "pack_hash")
 _WORLD = {name: Value("string") for name in WORLD_COLUMNS}
@@ -97,6 +102,14 @@ FEATURES: dict[str, Features] = {
 }
 
 
+ROLLOUT_FEATURES: dict[str, Features] = {
+    fmt: Features(
+        {**FEATURES[fmt], "policy": Value("string"), "weights_hash": Value("string"), "k": Value("int64")}
+    )
+    for fmt in ("sft", "kto")
+}
+
+
 def validate_row(fmt: str, row: dict[str, Any]) -> None:
     """Check one row against its format's documented TRL shape (see the module table).
 
@@ -104,7 +117,8 @@ def validate_row(fmt: str, row: dict[str, Any]) -> None:
         RowError: with every problem found, the first few named.
     """
     problems: list[str] = []
-    expected = set(FEATURES[fmt])
+    rollout = row.get("origin") == ROLLOUT and fmt in ROLLOUT_FEATURES
+    expected = set(ROLLOUT_FEATURES[fmt] if rollout else FEATURES[fmt])
     if set(row) != expected:
         problems.append(f"columns {sorted(row)} are not {sorted(expected)}")
     else:
@@ -132,8 +146,15 @@ def validate_row(fmt: str, row: dict[str, Any]) -> None:
 
 
 def _provenance(row: dict[str, Any], problems: list[str]) -> None:
-    """``origin`` is native or converted; a converted row names its source, converter and writer."""
-    if row["origin"] not in ORIGINS:
+    """``origin`` is native, converted or rollout; a converted row names its source, converter and writer."""
+    if row["origin"] == ROLLOUT:
+        if not isinstance(row.get("policy"), str) or not row["policy"]:
+            problems.append("a rollout row names its policy")
+        if not isinstance(row.get("k"), int) or isinstance(row["k"], bool) or row["k"] < 1:
+            problems.append("a rollout row's k is a positive integer")
+        if not isinstance(row.get("weights_hash"), str | None):
+            problems.append("a rollout row's weights_hash is a string or null")
+    elif row["origin"] not in ORIGINS:
         problems.append(f"origin must be one of {', '.join(ORIGINS)}, not {row['origin']!r}")
     elif row["origin"] == "converted":
         missing = [c for c in PROVENANCE_COLUMNS[1:] if not isinstance(row[c], str) or not row[c]]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -113,3 +114,113 @@ def serve(
         host, port, len(env_tasks.tasks), env_tasks.toolset, env_tasks.world_id, openenv,
     )  # fmt: skip
     uvicorn.run(server, host=host, port=port, log_config=None, access_log=False, **uvicorn_options())
+
+
+@app.command()
+def rollouts(
+    index: IndexOption,
+    out: Annotated[Path, typer.Option("--out", help="Run directory: rollouts.db, samples.jsonl, export/.")],
+    world: WorldOption = None,
+    tasks: TasksOption = None,
+    toolset: ToolsetOption = None,
+    k: Annotated[int, typer.Option(min=1, help="Episodes sampled per task.")] = 4,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="A Python policy: scripted, or package.module:function.")
+    ] = None,
+    model_url: Annotated[
+        str | None, typer.Option(help="An OpenAI-compatible endpoint (with --model).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="The model name the endpoint serves.")] = None,
+    gguf: Annotated[Path | None, typer.Option(help="A GGUF to serve with the local model server.")] = None,
+    weights_hash: Annotated[
+        str | None,
+        typer.Option(help="The endpoint's weights hash, recorded in every row (a GGUF's is computed)."),
+    ] = None,
+    temperature: Annotated[
+        float, typer.Option(min=0.0, help="Sampling temperature of a model policy.")
+    ] = 0.7,
+    max_tasks: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 1,
+    max_steps: Annotated[int, typer.Option(min=1, help="Model turns (tool calls) per episode.")] = 20,
+    deadline: Annotated[float, typer.Option(min=1.0, help="Seconds an episode may take.")] = 300.0,
+    eval_share: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Share of leak clusters in eval.")
+    ] = 0.1,
+    seed: Annotated[int, typer.Option(help="Base of the per-sample sampling seeds.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Sample k episodes per task from a policy in the environment; write verified successes as data.
+
+    Each episode is judged as the validator judges it and stored (OUT/rollouts.db, validator schema);
+    curation's funnel then writes OUT/export: SFT rows of the successes, KTO rows of every kept
+    trace (failures labelled false), origin rollout, with the policy, its weights' hash and k.
+    A rerun resumes. One policy: --agent, or --model-url and --model, or --gguf.
+
+    Example: arena env rollouts --index data/index --world worlds/round-42 --gguf tuned.gguf --k 8 --out rs
+    """
+    import asyncio
+    import json
+
+    from neurons.environment import rollouts as runs
+
+    chosen = [agent is not None, model_url is not None or model is not None, gguf is not None]
+    if sum(chosen) != 1 or (chosen[1] and not (model_url and model)):
+        fail("give one policy: --agent, or --model-url and --model, or --gguf")
+    if gguf is not None and not gguf.is_file():
+        fail(f"--gguf: no file at {gguf}")
+    env_tasks = open_tasks(index, world, tasks, toolset)
+    env = Environment(
+        env_tasks, EnvConfig(max_steps=max_steps + 1, max_sessions=concurrency, hotkey=runs.ROLLOUT_HOTKEY)
+    )
+    selected = list(env_tasks.tasks[:max_tasks] if max_tasks else env_tasks.tasks)
+    engine, sessions = runs.open_store(out)
+
+    async def sample() -> tuple[runs.Policy, list[runs.RolloutRecord]]:
+        async with _policy(agent, model_url, model, gguf, weights_hash, temperature) as policy:
+            run = runs.RolloutRun(
+                env, policy, k, out, sessions, max_steps=max_steps, deadline_s=deadline, seed=seed
+            )
+            return policy, await run.run(selected, concurrency=concurrency)
+
+    try:
+        policy, records = asyncio.run(sample())
+        funnel = runs.export_run(sessions, out, policy, k, eval_share=eval_share)
+    except (EnvError, ArenaError) as exc:
+        fail(str(exc), code=1)
+    finally:
+        engine.dispose()
+    report = runs.summary(records, k) | {"policy": policy.name, "weights_hash": policy.weights_hash}
+    report["rows"] = funnel["exports"]
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    typer.echo(
+        f"{report['episodes']} episodes, {report['tasks']} tasks, {report['successes']} verified successes: "
+        f"pass@1 {report['pass@1']}, pass@{k} {report[f'pass@{k}']}"
+    )
+    for name, sides in report["rows"].items():
+        typer.echo(f"{name:>5}: train {sides['train']:>6}  eval {sides['eval']:>6}")
+    typer.echo(f"wrote {out / 'export'}")
+
+
+def _policy(
+    agent: str | None,
+    model_url: str | None,
+    model: str | None,
+    gguf: Path | None,
+    weights_hash: str | None,
+    temperature: float,
+) -> AbstractAsyncContextManager[Any]:
+    """The policy the flags name (checked by the caller: exactly one of them)."""
+    from neurons.environment import rollouts as runs
+    from neurons.miner.agents.contract import AgentError
+
+    if gguf is not None:
+        return runs.gguf_policy(gguf, temperature=temperature)
+    if model_url is not None and model is not None:
+        return runs.model_policy(model_url, model, weights_hash=weights_hash, temperature=temperature)
+    try:
+        policy = runs.agent_policy(agent or "scripted", {})
+    except AgentError as exc:
+        fail(str(exc))
+    return nullcontext(policy)

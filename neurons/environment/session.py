@@ -19,7 +19,6 @@ unknown task or session, or more sessions than ``max_sessions``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import secrets
@@ -35,6 +34,7 @@ from arena.errors import EpisodeError
 from arena.tools import tool_schemas
 from arena.tools.tool import error_result
 from arena.types import FunctionCall, Message, Task, ToolCall, ToolLogEntry, Trajectory
+from curation.conversion.convert import run_now
 from judging.context import JudgingContext
 from judging.judge import judge
 from judging.types import Judgment
@@ -106,6 +106,7 @@ class _Session:
     end: SessionEnd | None = None
     judgment: Judgment | None = None
     final: Final | None = None
+    returned: bool = False  # judged on the agent's own transcript
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -251,17 +252,24 @@ class Environment:
             )
 
     def finish(self, session_id: str, messages: Sequence[Message] | None = None) -> Final:
-        """End the session now and return its final reward (the agent returned; idempotent once done).
+        """End the session now (the agent returned) and return its final reward.
 
         ``messages``: the agent's own transcript, judged against the log in place of the
-        environment's (as the validator judges what a miner returns); None: the environment's.
+        environment's, as the validator judges what a miner returns; None: the environment's.
+        Given once the episode has ended (the agent called ``terminate``, then returned), the
+        episode is judged again on it, and the last turn's reward moves by the score's change;
+        after that, and without ``messages``, a finished session's final reward is returned as is.
 
         Raises:
             UnknownSession: the session is not open here.
         """
         session = self._get(session_id)
         with session.lock:
-            return session.final or self._finish(session, "finished", 0.0, messages)
+            if session.final is None:
+                return self._finish(session, "finished", 0.0, messages)
+            if messages is None or session.returned:
+                return session.final
+            return self._returned(session, messages)
 
     def _refused_at_end(self, session: _Session, action: Action, why: str) -> StepOutcome:
         """A call the registry refused (wall time spent): the episode ends, the call is a tool error."""
@@ -404,24 +412,21 @@ class Environment:
         session.advanced += turn.advance
         return turn.value, turn.parts
 
-    def _finish(
-        self, session: _Session, end: SessionEnd, reward: float, messages: Sequence[Message] | None = None
-    ) -> Final:
-        """Judge the episode and settle the advances: the last turn's reward is ``reward`` plus the rest."""
-        self._registry.forget(session.session_id)
+    def _judge(self, session: _Session, messages: Sequence[Message] | None) -> Judgment:
+        """The validator's Judgment of the episode: its transcript (or the agent's) against its log."""
         trajectory = self._transcript(session, messages)
         log = tuple(session.entries)
         against = self.tasks.against(session.task, log)
         config = self.tasks.judge_config
         # judge() as a validator without a reasoning judge calls it (reasoning unscored: neutral in
         # the score); with no completer it still reads the injection scan.
-        judged = judge(session.task, trajectory, log=log, against=against, completer=None, config=config)
-        judgment = asyncio.run(judged)  # a step runs on the caller's thread, never inside a running loop
-        session.rewards.append(
-            round(reward + settlement(judgment.score, session.advanced, self.config.rewards), 9)
+        # Without a completer the judge never waits: it runs in place, from sync or async callers.
+        return run_now(
+            lambda: judge(session.task, trajectory, log=log, against=against, completer=None, config=config)
         )
+
+    def _settle(self, session: _Session, end: SessionEnd, judgment: Judgment) -> Final:
         session.end, session.judgment = end, judgment
-        metrics.ENV_EPISODES.labels(end).inc()
         final = session.final = Final(
             score=judgment.score,
             success=judgment.success,
@@ -431,6 +436,28 @@ class Environment:
             hallucinated_product_ids=judgment.hallucinated_product_ids,
             judgment_hash=judgment.content_hash,
         )
+        return final
+
+    def _returned(self, session: _Session, messages: Sequence[Message]) -> Final:
+        """The agent returned its transcript after the episode ended: judge that, and move the last reward."""
+        judgment = self._judge(session, messages)
+        before = session.judgment.score if session.judgment is not None else 0.0
+        session.rewards[-1] = round(session.rewards[-1] + judgment.score - before, 9)
+        session.returned = True
+        return self._settle(session, session.end or "finished", judgment)
+
+    def _finish(
+        self, session: _Session, end: SessionEnd, reward: float, messages: Sequence[Message] | None = None
+    ) -> Final:
+        """Judge the episode and settle the advances: the last turn's reward is ``reward`` plus the rest."""
+        self._registry.forget(session.session_id)
+        judgment = self._judge(session, messages)
+        session.returned = messages is not None
+        session.rewards.append(
+            round(reward + settlement(judgment.score, session.advanced, self.config.rewards), 9)
+        )
+        metrics.ENV_EPISODES.labels(end).inc()
+        final = self._settle(session, end, judgment)
         with self._lock:
             self._open.pop(session.session_id, None)
             self._finished[session.session_id] = session
