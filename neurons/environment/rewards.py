@@ -40,6 +40,7 @@ from judging.answer import named_ids
 from judging.context import JudgingContext
 from judging.facts import result_facts
 from judging.grounding import check_grounding
+from judging.injection import injection_signals
 from judging.process import LOOP_REPEATS, SEARCH_TOOLS, call_key, query_key
 from judging.shopper import shopper_evidence
 from judging.types import GroundingEvidence
@@ -81,6 +82,7 @@ class Progress:
     revealed: int = 0
     questions: int = 0  # questions beyond those needed, and refused ones
     injections: int = 0
+    scanned: int = 0  # messages the injection scan has read (it reads each message once)
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,15 @@ class TurnReward:
     parts: dict[str, float] = field(default_factory=dict)
 
 
-def progress(ctx: JudgingContext) -> Progress:
-    """Read :class:`Progress` from the judge's checks on ``ctx`` (the episode so far)."""
+def progress(ctx: JudgingContext, before: Progress | None = None) -> Progress:
+    """Read :class:`Progress` from the judge's checks on ``ctx`` (the episode so far).
+
+    ``before`` is the progress one step earlier: the injection scan, which counts each message's
+    signals on its own, then reads only the messages since.
+    """
+    before = before or Progress()
+    messages = ctx.trajectory.messages
+    new = ctx.trajectory.model_copy(update={"messages": messages[before.scanned :]})
     grounding = check_grounding(ctx).evidence_as(GroundingEvidence)
     correct = frozenset((c.product_id, c.kind, c.key) for c in grounding.claims if c.correct)
     misquotes = sum(1 for c in grounding.claims if not c.correct)
@@ -107,7 +116,8 @@ def progress(ctx: JudgingContext) -> Progress:
         loops=sum(max(0, n - LOOP_REPEATS + 1) for n in _call_counts(ctx).values()),
         revealed=shopper.revealed if shopper is not None else 0,
         questions=(shopper.extra + shopper.refused) if shopper is not None else 0,
-        injections=len(ctx.injection_signals),
+        injections=before.injections + len(injection_signals(new)),
+        scanned=len(messages),
     )
 
 

@@ -406,7 +406,7 @@ class Environment:
         """The step's turn reward from the judge's checks on the episode so far (0 when they are off)."""
         if not self.config.rewards.enabled:
             return 0.0, {}
-        now = progress(self._context(session, self._transcript(session)))
+        now = progress(self._context(session, self._transcript(session)), session.progress)
         turn = turn_reward(session.progress, now, self.config.rewards)
         session.progress = now
         session.advanced += turn.advance
