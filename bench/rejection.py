@@ -93,7 +93,8 @@ def world(steps: Steps, plan: LearnPlan, world_dir: Path | None) -> None:
 def rollouts(steps: Steps, plan: LearnPlan, start: Path, k: int, max_tasks: int | None) -> dict[str, Any]:
     """``arena env rollouts`` of the start model on the training tasks; its summary."""
     args = ["env", "rollouts", "--index", "index", "--tasks", "train.jsonl", "--gguf", str(start),
-            "--k", str(k), "--max-steps", str(plan.eval_max_steps), "--deadline", str(plan.eval_timeout_s),
+            "--k", str(k), "--max-steps", str(plan.eval_max_steps),
+            "--max-tool-calls", str(plan.eval_max_tool_calls), "--deadline", str(plan.eval_timeout_s),
             "--seed", str(plan.seed), "--out", "rollouts", "--json"]  # fmt: skip
     if max_tasks:
         args += ["--max-tasks", str(max_tasks)]

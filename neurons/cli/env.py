@@ -141,7 +141,10 @@ def rollouts(
     ] = 0.7,
     max_tasks: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Episodes played at once.")] = 1,
-    max_steps: Annotated[int, typer.Option(min=1, help="Model turns (tool calls) per episode.")] = 20,
+    max_steps: Annotated[int, typer.Option(min=1, help="Model turns per episode.")] = 20,
+    max_tool_calls: Annotated[
+        int, typer.Option(min=1, help="Tool calls per episode (the session's step budget).")
+    ] = EnvConfig.max_steps,
     deadline: Annotated[float, typer.Option(min=1.0, help="Seconds an episode may take.")] = 300.0,
     eval_share: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Share of leak clusters in eval.")
@@ -169,9 +172,8 @@ def rollouts(
     if gguf is not None and not gguf.is_file():
         fail(f"--gguf: no file at {gguf}")
     env_tasks = open_tasks(index, world, tasks, toolset)
-    env = Environment(
-        env_tasks, EnvConfig(max_steps=max_steps + 1, max_sessions=concurrency, hotkey=runs.ROLLOUT_HOTKEY)
-    )
+    config = EnvConfig(max_steps=max_tool_calls, max_sessions=concurrency, hotkey=runs.ROLLOUT_HOTKEY)
+    env = Environment(env_tasks, config)
     selected = list(env_tasks.tasks[:max_tasks] if max_tasks else env_tasks.tasks)
     engine, sessions = runs.open_store(out)
 
