@@ -148,6 +148,28 @@ def test_judging_is_deterministic(case: tuple[WorldOverlay, WorldTask, str]) -> 
     assert first.content_hash == again.content_hash and first.score == again.score < 1.0
 
 
+def test_a_stuffed_question_is_a_refused_question_and_the_specific_one_still_counts(
+    case: tuple[WorldOverlay, WorldTask, str],
+) -> None:
+    # A question naming every service and 25 attribute words: the shopper refuses it (too broad),
+    # the judge counts it as asked and revealing nothing, and the question needed still succeeds.
+    stuffed = (
+        "Do you need official LazMall, free shipping, cash on delivery or a flash sale deal, and what brand, "
+        "color, size, material, style, pattern, capacity, model, type, weight, length, width, height, "
+        "volume, power, voltage, flavor, scent, age, gender, fit, sleeve, shape, finish or number of pieces?"
+    )
+    world, task, stated_answer = case
+    gold = task.task.gold[0].product_id
+    _, log = episode(world, task, [stuffed], stated_answer)
+    assert log[0].status == "error" and "too_broad" in log[0].result
+    alone = judged(world, task, [stuffed], stated_answer)
+    assert not alone.success
+    assert alone.check("shopper").evidence == ShopperEvidence(asked=1, needed=1, extra=0, revealed=0, refused=1)
+    both = judged(world, task, [stuffed, right_question(task)], gold)
+    assert both.success and (both.process.questions, both.process.questions_needed) == (2, 1)
+    assert both.check("shopper").evidence == ShopperEvidence(asked=2, needed=1, extra=1, revealed=1, refused=1)
+
+
 def test_a_task_without_a_profile_has_no_shopper_check(case: tuple[WorldOverlay, WorldTask, str]) -> None:
     world, task, _ = case
     trajectory, log = episode(world, task, [], task.task.gold[0].product_id)
