@@ -164,10 +164,14 @@ def test_a_stuffed_question_is_a_refused_question_and_the_specific_one_still_cou
     assert log[0].status == "error" and "too_broad" in log[0].result
     alone = judged(world, task, [stuffed], stated_answer)
     assert not alone.success
-    assert alone.check("shopper").evidence == ShopperEvidence(asked=1, needed=1, extra=0, revealed=0, refused=1)
+    assert alone.check("shopper").evidence == ShopperEvidence(
+        asked=1, needed=1, extra=0, revealed=0, refused=1
+    )
     both = judged(world, task, [stuffed, right_question(task)], gold)
     assert both.success and (both.process.questions, both.process.questions_needed) == (2, 1)
-    assert both.check("shopper").evidence == ShopperEvidence(asked=2, needed=1, extra=1, revealed=1, refused=1)
+    assert both.check("shopper").evidence == ShopperEvidence(
+        asked=2, needed=1, extra=1, revealed=1, refused=1
+    )
 
 
 def test_a_task_without_a_profile_has_no_shopper_check(case: tuple[WorldOverlay, WorldTask, str]) -> None:
