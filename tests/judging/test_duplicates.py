@@ -38,7 +38,7 @@ def work(index: SearchIndex, calls: list[Call], task_id: str = "t-1") -> str | N
     return work_hash(task_id, trajectory, log)
 
 
-SEARCH: Call = ("find_product", {"q": "running shoes"})
+SEARCH: Call = ("find_product", {"q": "running shoes", "page": 1})
 VIEW: Call = ("view_product_information", {"product_ids": "1001"})
 ANSWER: Call = ("recommend_product", {"product_ids": "1001"})
 PATH = [SEARCH, VIEW, ANSWER]
@@ -46,12 +46,13 @@ PATH = [SEARCH, VIEW, ANSWER]
 
 def test_a_query_changed_but_not_its_hits_is_the_same_work(fixture_index: SearchIndex) -> None:
     # The red team's evasion: " ." appended to a search query (the same hits, the same answer).
-    dotted = ("find_product", {"q": "running shoes ."})
+    dotted = ("find_product", {"q": "running shoes .", "page": 1})
     _, plain_log = episode(fixture_index, [SEARCH])
     _, dotted_log = episode(fixture_index, [dotted])
+    assert plain_log[0].status == dotted_log[0].status == "ok" and plain_log[0].result != "[]"
     assert plain_log[0].arguments != dotted_log[0].arguments and plain_log[0].result == dotted_log[0].result
     assert work(fixture_index, [dotted, VIEW, ANSWER]) == work(fixture_index, PATH) is not None
-    assert work(fixture_index, [("find_product", {"q": "Running  SHOES"}), VIEW, ANSWER]) == work(
+    assert work(fixture_index, [("find_product", {"q": "Running  SHOES", "page": 1}), VIEW, ANSWER]) == work(
         fixture_index, PATH
     )
 
@@ -67,8 +68,8 @@ def test_order_repeats_and_failed_calls_do_not_make_new_work(fixture_index: Sear
 
 def test_other_hits_another_answer_or_another_task_are_other_work(fixture_index: SearchIndex) -> None:
     base = work(fixture_index, PATH)
-    assert work(fixture_index, [("find_product", {"q": "laptop"}), VIEW, ANSWER]) != base
-    assert work(fixture_index, [*PATH, ("find_product", {"q": "laptop"})]) != base  # more learned
+    assert work(fixture_index, [("find_product", {"q": "laptop", "page": 1}), VIEW, ANSWER]) != base
+    assert work(fixture_index, [*PATH, ("find_product", {"q": "laptop", "page": 1})]) != base  # more learned
     assert work(fixture_index, [SEARCH, VIEW, ("recommend_product", {"product_ids": "1002"})]) != base
     assert work(fixture_index, PATH, task_id="t-2") != base
 
@@ -79,7 +80,7 @@ def test_no_call_is_no_work(fixture_index: SearchIndex) -> None:
 
 def test_the_effect_is_read_from_the_tool_log_not_from_the_miners_account(fixture_index: SearchIndex) -> None:
     trajectory, log = episode(fixture_index, PATH)
-    other, _ = episode(fixture_index, [("find_product", {"q": "laptop"}), VIEW, ANSWER])
+    other, _ = episode(fixture_index, [("find_product", {"q": "laptop", "page": 1}), VIEW, ANSWER])
     # The results the miner reports are not what the work is: the validator's own log is.
     assert work_hash("t-1", other, log) == work_hash("t-1", trajectory, log)
 

@@ -431,9 +431,12 @@ def converging_once_agent() -> Agent:
         seen.append(request.episode_id)
         if len(seen) == 1:  # the one obvious path: the same calls, hits and answer as scripted
             return await scripted_agent(request, call_tool)
-        result = await call_tool("find_product", {"q": "lamp"}, "call-own")
+        arguments = {"q": "lamp", "page": 1}
+        result = await call_tool("find_product", arguments, "call-own")
         output = await scripted_agent(request, call_tool)
-        own = ToolCall(id="call-own", function=FunctionCall(name="find_product", arguments='{"q": "lamp"}'))
+        own = ToolCall(
+            id="call-own", function=FunctionCall(name="find_product", arguments=json.dumps(arguments))
+        )
         messages = [
             *output.messages[:2],
             Message(role="assistant", tool_calls=(own,)),
@@ -506,3 +509,8 @@ async def test_independent_agents_converging_on_the_obvious_path_keep_their_cred
         assert all(score > 0 for score in by_task.values())  # neither is zeroed as the other's copy
         assert standing[hotkey].mean == pytest.approx(sum(by_task.values()) / len(by_task))
     assert counter("arena_duplicate_episodes_total") == before + 1  # they did converge, once
+    with sessions() as session:
+        works = {(s.hotkey, s.task_id): s.work for s in score_samples(session, window=64)}
+    tasks = {task for _, task in works}
+    same = [t for t in tasks if works[net.hotkey("miner1"), t] == works[net.hotkey("miner2"), t]]
+    assert len(tasks) == 2 and len(same) == 1 and None not in works.values()
