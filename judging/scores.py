@@ -9,14 +9,14 @@ The policy, in one place:
    n=1 and a low bound, so it cannot take the emission from a miner that is steadily good.
 3. Episodes whose judgment is unscored (an outage on our side) never enter the window; miner
    faults (timeouts, malformed replies) enter as 0.
-3a. An episode enters with its credit: its score, divided among the hotkeys that copy one
+4. An episode enters with its credit: its score, divided among the hotkeys that copy one
    another where they brought the same work (``judging.duplicates.shared_by``, over the windows
    read; ``copy_share``). Copies of one agent earn one hotkey's credit between them; independent
    miners that converge on a task keep theirs.
-4. Weights are proportional to ``bound ** power`` over registered hotkeys, mapped to their
+5. Weights are proportional to ``bound ** power`` over registered hotkeys, mapped to their
    *current* uid at submission time (a uid re-registered by a new hotkey inherits nothing).
    ``burn_share`` of the emission goes to the owner uid; with no positive score, all of it does.
-5. Every value is finite and non-negative, the order is by uid, and the same inputs always give
+6. Every value is finite and non-negative, the order is by uid, and the same inputs always give
    the same vector.
 """
 
@@ -95,7 +95,7 @@ def standings(samples: Iterable[ScoreSample], policy: ScorePolicy) -> dict[str, 
     """Compute each hotkey's standing over the credits of its most recent ``policy.window`` scored samples.
 
     A sample's credit is its score divided by how many copies share its work (module docstring,
-    3a). Non-finite scores are treated as 0 (a defensive floor; judgments are validated upstream).
+    4). Non-finite scores are treated as 0 (a defensive floor; judgments are validated upstream).
     """
     per_hotkey: dict[str, list[ScoreSample]] = {}
     for sample in samples:
@@ -104,6 +104,7 @@ def standings(samples: Iterable[ScoreSample], policy: ScorePolicy) -> dict[str, 
         per_hotkey.setdefault(sample.hotkey, []).append(sample)
     windows = {h: sorted(kept, key=lambda s: s.order)[-policy.window :] for h, kept in per_hotkey.items()}
     scoring = [s for recent in windows.values() for s in recent if _clamp(s.score) > 0]
+    # Keyed by identity: two samples may be equal and still be two episodes.
     divisor = dict(zip(map(id, scoring), shared_by(scoring, copy_share=policy.copy_share), strict=True))
     result: dict[str, MinerStanding] = {}
     for hotkey in sorted(windows):
