@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from arena.episode import run_logged
 from arena.index import SearchIndex
 from arena.tools import ToolContext
-from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, Trajectory
+from arena.types import ToolLogEntry, Trajectory
 from judging.duplicates import shared_by, work_hash
 from judging.scores import ScorePolicy, ScoreSample, standings, weight_vector
+from tests.judging.factory import logged_episode
 
 Call = tuple[str, dict[str, Any]]
 
 
 def episode(index: SearchIndex, calls: list[Call]) -> tuple[Trajectory, list[ToolLogEntry]]:
     """Run calls through the real tools over the fixture catalog; the trajectory and the tool log."""
-    ctx = ToolContext(index=index)
-    messages = [Message(role="system", content="Shop."), Message(role="user", content="running shoes")]
-    log: list[ToolLogEntry] = []
-    for n, (name, arguments) in enumerate(calls):
-        call = ToolCall(id=f"c{n}", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
-        entry = run_logged(name, json.dumps(arguments), ctx, episode_id="ep", seq=n, call_id=call.id)
-        log.append(entry)
-        messages += [
-            Message(role="assistant", content=f"step {n}", tool_calls=(call,)),
-            Message(role="tool", tool_call_id=call.id, content=entry.result),
-        ]
-    return Trajectory(task_id="t-1", episode_id="ep", miner_hotkey="hk", messages=tuple(messages)), log
+    return logged_episode(ToolContext(index=index), calls, query="running shoes", task_id="t-1")
 
 
 def work(index: SearchIndex, calls: list[Call], task_id: str = "t-1") -> str | None:

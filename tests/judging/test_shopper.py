@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from arena.episode import run_logged
 from arena.index import SearchIndex
 from arena.tools import ToolContext
-from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, Trajectory
+from arena.types import ToolLogEntry, Trajectory
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.shopper import ShopperSession
@@ -21,6 +20,7 @@ from judging.judge import JudgeConfig, final_score, judge_rules
 from judging.shopper import shopper_evidence
 from judging.types import Judgment, ProcessStats, ShopperEvidence
 from judging.world import AtAnswer
+from tests.judging.factory import logged_episode
 
 CONFIG = JudgeConfig(toolset="arena-3")
 SERVICE_WORDS = {
@@ -65,20 +65,7 @@ def episode(
         ("recommend_product", {"product_ids": answer}),
         ("terminate", {"status": "success"}),
     ]
-    messages = [Message(role="system", content="Shop."), Message(role="user", content=task.task.query)]
-    log: list[ToolLogEntry] = []
-    for n, (name, arguments) in enumerate(calls):
-        call = ToolCall(id=f"c{n}", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
-        entry = run_logged(name, json.dumps(arguments), ctx, episode_id="ep", seq=n, call_id=call.id)
-        log.append(entry)
-        messages += [
-            Message(role="assistant", content=f"Step {n}: {name}.", tool_calls=(call,)),
-            Message(role="tool", tool_call_id=call.id, content=entry.result),
-        ]
-    trajectory = Trajectory(
-        task_id=task.task.task_id, episode_id="ep", miner_hotkey="hk", messages=tuple(messages)
-    )
-    return trajectory, log
+    return logged_episode(ctx, calls, query=task.task.query, task_id=task.task.task_id)
 
 
 def judged(world: WorldOverlay, task: WorldTask, questions: list[str], answer: str) -> Judgment:

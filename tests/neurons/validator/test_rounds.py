@@ -29,6 +29,7 @@ from neurons.validator.taskpool import open_and_burn
 from neurons.validator.weights import plan_weights
 from storage import repository
 from storage.repository import score_samples
+from tests.e2e.agents import own_search_then_scripted
 from tests.neurons.conftest import LocalNet
 from tests.neurons.rig import SECRET, all_traces, failing_agent, make_sessions, running_rig, stock_tasks
 
@@ -431,19 +432,7 @@ def converging_once_agent() -> Agent:
         seen.append(request.episode_id)
         if len(seen) == 1:  # the one obvious path: the same calls, hits and answer as scripted
             return await scripted_agent(request, call_tool)
-        arguments = {"q": "lamp", "page": 1}
-        result = await call_tool("find_product", arguments, "call-own")
-        output = await scripted_agent(request, call_tool)
-        own = ToolCall(
-            id="call-own", function=FunctionCall(name="find_product", arguments=json.dumps(arguments))
-        )
-        messages = [
-            *output.messages[:2],
-            Message(role="assistant", tool_calls=(own,)),
-            Message(role="tool", tool_call_id="call-own", content=result.content),
-            *output.messages[2:],
-        ]
-        return output.model_copy(update={"messages": messages})
+        return await own_search_then_scripted(request, call_tool, "lamp")
 
     return agent
 
