@@ -251,6 +251,31 @@ async def test_commit_reveal_subnet_gets_a_timelocked_commit_revealed_at_its_rou
     assert commit.revealed_block > (submission.block or 0)
 
 
+@pytest.mark.parametrize("reveal_period", [1, 2])
+async def test_a_commit_at_any_block_of_three_epochs_opens_where_the_sdk_timed_it(
+    make_net: Callable[..., LocalNet], reveal_period: int
+) -> None:
+    """The probe of issue 27: commit at every block of three epochs (12 s blocks), early and late in
+    each block; the SDK times every round by the chain's epoch schedule, so none expires."""
+    net = make_net(weights_rate_limit=0, reveal_period_epochs=reveal_period)
+    chain = net.chain("validator")
+    config = LocalChain(net.path, clock=net.clock).config
+    start = config.block_at(net.clock.now) + 1
+    committed = []
+    for block in range(start, start + 3 * config.tempo):
+        net.clock.now = config.block_time(block) + (0.5 if block % 2 else 11.5)
+        submission = await chain.set_weights([0, 2, 3], [0.2, 0.5, 0.3], version_key=0)
+        assert submission.success and submission.committed, submission.message
+        committed.append(submission)
+    net.clock.advance(12.0 * (reveal_period + 2) * config.tempo)
+
+    commits = read_commits(net.path, clock=net.clock)
+
+    assert len(commits) == 3 * config.tempo
+    assert [c.block for c in commits] == [s.block for s in committed]
+    assert [(c.block, c.status, c.error) for c in commits if c.status != "revealed"] == []
+
+
 async def test_malformed_weight_vectors_are_a_caller_bug(net: LocalNet) -> None:
     chain = net.chain("validator")
     with pytest.raises(ValueError):
