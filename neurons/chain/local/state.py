@@ -4,8 +4,10 @@ The file holds the subnet's configuration, its registered neurons (hotkey, coldk
 validator permit, served axon), the weights each validator set, and a log of every extrinsic
 (successful or refused). Blocks are not produced by anyone: the current block is derived from
 wall time (``1 + (now - genesis) // block_seconds``), so every process agrees on it without a
-block-producing daemon. Writes take SQLite's write lock (``BEGIN IMMEDIATE``), so a validator
-and several miners in separate processes see one consistent chain.
+block-producing daemon. A signed call lands in the next block (the head's plus one), as a node
+includes a transaction in the block it builds next; a read sees it at once (the file keeps no
+history). Writes take SQLite's write lock (``BEGIN IMMEDIATE``), so a validator and several
+miners in separate processes see one consistent chain.
 
 ``LocalChain.dispatch`` applies a signed call under the pool's and the pallet's rules of
 ``neurons.chain.local.rules`` (set weights, timelocked weight commits, serving an axon; the
@@ -264,7 +266,9 @@ class LocalChain:
         """
         with connect(self.path, write=True) as conn:
             config = read_config(conn)
-            block = config.block_at(self._clock())
+            # Included in the block after the head, as a node's pool puts a transaction in the
+            # block it builds next (the SDK times a commit's reveal round for that block).
+            block = config.block_at(self._clock()) + 1
             reveal_pending(conn, config, block)  # reveals due come first in a block, as on chain
             expected = int(
                 conn.execute("SELECT COUNT(*) FROM extrinsics WHERE signer = ?", (signer,)).fetchone()[0]

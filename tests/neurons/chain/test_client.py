@@ -144,7 +144,7 @@ async def test_set_weights_lands_the_sdk_quantised_vector(make_net: Callable[...
     submission = await net.chain("validator").set_weights([0, 2, 3], weights, version_key=0)
 
     assert submission.success, submission.message
-    assert submission.block == await net.chain("validator").block()
+    assert submission.block == await net.chain("validator").block() + 1  # the block after the head
     assert submission.uids == (0, 2, 3) and submission.weights == (0.2, 0.5, 0.3)
     assert read_weights(net.path) == {1: dict(zip([0, 2, 3], quantised(weights), strict=True))}
     snapshot = await net.chain("validator").snapshot()
@@ -169,8 +169,8 @@ async def test_second_set_weights_inside_the_rate_limit_is_refused_not_raised(
 ) -> None:
     net = make_net(weights_rate_limit=10, commit_reveal=False)
     chain = net.chain("validator")
-    first = await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)
-    net.clock.advance(12.0 * 9)
+    first = await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)  # lands in the block after the head
+    net.clock.advance(12.0 * 10)  # 9 blocks after it
 
     second = await chain.set_weights([2, 3], [1.0, 0.0], version_key=0)
 

@@ -112,10 +112,10 @@ async def test_cadence_rate_limit_then_tempo(net: LocalNet, sessions: sessionmak
     chain = net.chain("validator")
     assert (await weights_pass(chain, sessions, POLICY)).result == "submitted"
     assert (await weights_pass(chain, sessions, POLICY)).result == "rate_limited"
-    net.clock.advance(12 * 6)  # past the rate limit (5 blocks), inside the tempo (20)
+    net.clock.advance(12 * 7)  # past the rate limit (5 blocks after the including block), inside the tempo
     assert (await weights_pass(chain, sessions, POLICY)).result == "not_due"
     assert (await weights_pass(chain, sessions, POLICY, min_blocks=3)).result == "submitted"
-    net.clock.advance(12 * 20)
+    net.clock.advance(12 * 21)  # a tempo after the block that included it
     assert (await weights_pass(chain, sessions, POLICY)).result == "submitted"
     with sessions() as session:
         assert len(repository.weight_history(session)) == 3
@@ -166,7 +166,7 @@ async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
     revealed_before = counter("arena_weight_reveals_total", result="revealed")
 
     committed = await weights_pass(chain, sessions, POLICY)
-    net.clock.advance(12 * 6)  # past the rate limit, before the reveal round
+    net.clock.advance(12 * 7)  # past the rate limit, before the reveal round
     early = await weights_pass(chain, sessions, POLICY)
     net.clock.advance(12 * 2 * 21)  # past the reveal round (two epochs of tempo 20)
     verified = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
@@ -186,7 +186,7 @@ async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
     opened = commit.revealed_block
     assert commit.status == "revealed" and opened is not None
     epoch_start = config.epoch_start(config.epoch_index(submission.block or 0) + 1)
-    assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + 21
+    assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + config.tempo
     assert config.block_time(opened) >= commit.reveal_at
     on_chain = read_weights(net.path, clock=net.clock)[1]
     assert on_chain[2] > on_chain[3] > 0 and on_chain[0] > 0
@@ -228,30 +228,24 @@ async def test_a_missing_reveal_is_counted_logged_and_resubmitted(
         assert repository.last_successful_weights(session, landed=True) is None
 
 
-async def test_a_commit_in_the_last_blocks_of_an_epoch_opens_where_the_sdk_timed_its_round(
+async def test_a_commit_made_at_an_epochs_last_block_opens_where_the_sdk_timed_its_round(
     net: LocalNet, sessions: sessionmaker[Session]
 ) -> None:
-    """The SDK times a commit's round by subtensor's epochs (offset by netuid + 1); the chain opens it there.
-
-    Committed at a block where that count has turned and ``block // (tempo + 1)`` has not, the
-    commit expired before the local chain counted epochs as subtensor does (the demo's last one did).
-    """
+    """Made while the head is an epoch's last block, the commit lands in the next epoch's first:
+    the SDK times its round for that epoch (subtensor's stateful schedule, read from the chain)."""
     store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
     chain = net.chain("validator")
     config = chain_config(net)
-    period = config.tempo + 1
-    block = config.block_at(net.clock.now)
-    net.clock.advance(
-        config.block_seconds * ((period - 1 - block % period) % period)
-    )  # an epoch's last block
+    next_epoch = config.epoch_start(config.epoch_index(config.block_at(net.clock.now)) + 1)
+    net.clock.now = config.block_time(next_epoch - 1) + 11.0  # late in the epoch's last block
     committed = await weights_pass(chain, sessions, POLICY)
-    net.clock.advance(config.block_seconds * 3 * period)
+    net.clock.advance(config.block_seconds * 3 * config.tempo)
     verified = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
 
-    assert committed.submission is not None and committed.submission.committed
-    assert (committed.submission.block or 0) % period == period - 1
+    assert committed.submission is not None and committed.submission.block == next_epoch
     [commit, *_] = read_commits(net.path, clock=net.clock)
     assert (commit.status, commit.error) == ("revealed", None)
+    assert config.epoch_index(commit.revealed_block or 0) == config.epoch_index(next_epoch) + 1
     assert verified.reveal is not None and verified.reveal.status == "revealed"
 
 
