@@ -276,6 +276,47 @@ async def test_a_commit_at_any_block_of_three_epochs_opens_where_the_sdk_timed_i
     assert [(c.block, c.status, c.error) for c in commits if c.status != "revealed"] == []
 
 
+class TickingClock:
+    """Wall time that moves ``tick`` seconds each time it is read, once started: time passes mid-read."""
+
+    def __init__(self, now: float) -> None:
+        self.now, self.tick = now, 0.0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+async def test_our_weights_commits_and_the_drand_round_are_read_at_one_block(net: LocalNet) -> None:
+    """Issue 27, item 8: the head, our row, our sealed commits and the time were read at different
+    blocks, so a reveal landing mid-read showed a commit gone and its weights not yet there."""
+    config = LocalChain(net.path).config
+    clock = TickingClock(net.clock.now)
+    chain = open_chain(
+        "local",
+        NETUID,
+        wallet_name="validator",
+        wallet_hotkey="default",
+        wallet_path=net.wallets_dir,
+        local_chain_path=net.path,
+        clock=clock,
+    )
+    submission = await chain.set_weights([0, 2, 3], [0.2, 0.5, 0.3], version_key=0)
+    [commit] = read_commits(net.path, clock=clock)
+    opens = config.first_block_at(commit.reveal_at)
+    clock.now = config.block_time(opens) - 1.0  # a second before the block that opens it
+    clock.tick = 0.25
+
+    seen = await chain.weights_on_chain()
+
+    assert submission.success and submission.committed
+    stamp = config.block_time(seen.block)
+    assert seen.drand_round == bt.timelock.current_round(stamp)  # the time of the block read
+    sealed = submission.reveal_round in seen.pending_rounds
+    assert sealed == (seen.weights == {})  # sealed and no weights, or opened and its weights
+    assert sealed == (seen.block < opens)  # as the chain stood at the block read
+
+
 async def test_malformed_weight_vectors_are_a_caller_bug(net: LocalNet) -> None:
     chain = net.chain("validator")
     with pytest.raises(ValueError):

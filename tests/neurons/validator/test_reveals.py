@@ -62,3 +62,16 @@ def test_an_opened_commit_is_revealed_only_when_its_vector_is_on_chain() -> None
     assert reveal_status(COMMIT, seen(130, 5001, {}), RULES) == "missing"  # the reveal failed on chain
     older = {0: 65535, 2: 20000}
     assert reveal_status(COMMIT, seen(130, 5001, older), RULES) == "missing"  # the previous vector stands
+
+
+def test_a_reveal_whose_dest_was_deregistered_since_still_reads_as_revealed() -> None:
+    """Issue 27, item 4: subtensor zeroes the weights set to a replaced uid in place (``clear_neuron``),
+    so the row keeps the uid with 0; the commit did land, and must not read as missing."""
+    replaced = {0: 10923, 2: 65535, 3: 0}  # uid 3 deregistered after the reveal
+    top_replaced = {0: 10923, 2: 0, 3: 32768}  # the top uid too: the rest is not rescaled
+    assert reveal_status(COMMIT, seen(130, 5001, replaced), RULES) == "revealed"
+    assert reveal_status(COMMIT, seen(130, 5001, top_replaced), RULES) == "revealed"
+    assert reveal_status(COMMIT, seen(130, 5001, {0: 10923, 2: 65535, 3: 0, 4: 0}), RULES) == "revealed"
+    assert reveal_status(COMMIT, seen(130, 5001, {0: 10923, 2: 0, 3: 0}), RULES) == "revealed"
+    assert reveal_status(COMMIT, seen(130, 5001, {0: 32768, 2: 65535, 3: 0}), RULES) == "missing"
+    assert reveal_status(COMMIT, seen(130, 5001, {0: 10923, 2: 65535, 4: 100}), RULES) == "missing"

@@ -249,6 +249,32 @@ async def test_a_commit_made_at_an_epochs_last_block_opens_where_the_sdk_timed_i
     assert verified.reveal is not None and verified.reveal.status == "revealed"
 
 
+async def test_with_a_reveal_period_of_two_every_commit_is_checked(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 3: a pass a tempo commits before the last commit opens, so only the newest
+    was ever checked and the older ones were marked superseded unchecked (0 of 8 checked)."""
+    net = make_net(reveal_period_epochs=2)
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+    chain = net.chain("validator")
+    revealed_before = counter("arena_weight_reveals_total", result="revealed")
+    submitted = []
+    for _ in range(8):
+        outcome = await weights_pass(chain, sessions, POLICY)
+        submitted.append(outcome.result)
+        net.clock.advance(12 * 21)  # a tempo and a block
+    for _ in range(3):  # the last commits open: passes that check and submit nothing new
+        net.clock.advance(12 * 21)
+        await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    assert submitted == ["submitted"] * 8
+    assert {(c.status, c.error) for c in read_commits(net.path, clock=net.clock)} == {("revealed", None)}
+    with sessions() as session:
+        statuses = [w.reveal_status for w in repository.weight_history(session)]
+    assert statuses == ["revealed"] * 8, statuses
+    assert counter("arena_weight_reveals_total", result="revealed") == revealed_before + 8
+
+
 def chain_config(net: LocalNet) -> Any:
     from neurons.chain.local.state import LocalChain
 
