@@ -102,7 +102,8 @@ class WeightRecord(Frozen):
     On a commit-reveal subnet the attempt is a timelocked commit: ``reveal_round`` is its drand
     round and ``reveal_status`` what the check after that round found (``pending`` until then;
     ``revealed``: the weights are on chain; ``missing``: they are not; ``superseded``: a newer
-    commit replaced it first), checked at ``reveal_block``. Both are None for plain weights.
+    commit's reveal replaced them before a check could read them), checked at ``reveal_block``.
+    Both are None for plain weights.
     """
 
     uids: tuple[int, ...]

@@ -16,7 +16,7 @@ vector recorded, exported and checked after a reveal is the one that lands; wher
 can meet the limit the pass refuses with ``weight_limit``. ``weight_limit_warning`` says at
 start-up what a limit below 65535 does to the policy (a burn share above it cannot be burned).
 
-On a commit-reveal subnet each pass first checks the newest commit whose reveal round is due
+On a commit-reveal subnet each pass first checks every commit still pending
 (``neurons.validator.reveals``); a missing reveal is resubmitted at once.
 """
 
@@ -35,7 +35,7 @@ from judging.scores import MinerStanding, ScorePolicy, standings, weight_vector
 from neurons import metrics
 from neurons.chain.chaintypes import Chain, MetagraphSnapshot, WeightRules, WeightSubmission
 from neurons.protocol import WEIGHTS_VERSION_KEY
-from neurons.validator.reveals import RevealCheck, check_reveal
+from neurons.validator.reveals import RevealCheck, check_reveals
 from storage import repository
 from storage.records import WeightRecord
 
@@ -62,14 +62,19 @@ class WeightPlan:
 class WeightsOutcome:
     """What a weights pass did; ``submission`` is set when it reached the chain.
 
-    ``reveal`` is the check of the last pending commit, when one was due for checking.
+    ``reveals`` are the checks of the commits that were pending, oldest first.
     """
 
     result: WeightsResult
     block: int
     plan: WeightPlan | None = None
     submission: WeightSubmission | None = None
-    reveal: RevealCheck | None = None
+    reveals: tuple[RevealCheck, ...] = ()
+
+    @property
+    def reveal(self) -> RevealCheck | None:
+        """The check of the newest commit that was pending, or None."""
+        return self.reveals[-1] if self.reveals else None
 
 
 def cap_shares(weights: tuple[float, ...], max_share: float) -> tuple[float, ...] | None:
@@ -179,7 +184,8 @@ async def weights_pass(
         StorageError: the database could not be read or written.
     """
     rules = await chain.weight_rules()
-    reveal = await check_reveal(chain, sessions, rules)
+    reveals = await check_reveals(chain, sessions)
+    missing = any(check.status == "missing" for check in reveals)
     snapshot = await chain.snapshot()
     metrics.CHAIN_BLOCK.set(snapshot.block)
 
@@ -188,8 +194,8 @@ async def weights_pass(
             why = not_due(
                 session, snapshot, rules, hotkey=chain.hotkey, min_blocks=min_blocks, version_key=version_key
             )
-            if why == "not_due" and reveal is not None and reveal.status == "missing":
-                why = None  # the last commit never landed: resubmit now, inside the rate limit
+            if why == "not_due" and missing:
+                why = None  # a commit never landed: resubmit now, inside the rate limit
             plan = plan_weights(session, snapshot, policy)
             if plan is not None:
                 capped = cap_shares(plan.weights, _usable_share(rules))
@@ -222,7 +228,7 @@ async def weights_pass(
             rules.max_weight_share,
             len(plan.uids) if plan else 0,
         )
-        return WeightsOutcome(result=result, block=snapshot.block, plan=plan, reveal=reveal)
+        return WeightsOutcome(result=result, block=snapshot.block, plan=plan, reveals=reveals)
     submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
     committed = submission.success and submission.committed
     record = WeightRecord(
@@ -244,7 +250,7 @@ async def weights_pass(
     await asyncio.to_thread(store)
     _export_submission(submission, snapshot.block)
     return WeightsOutcome(
-        result="submitted", block=snapshot.block, plan=plan, submission=submission, reveal=reveal
+        result="submitted", block=snapshot.block, plan=plan, submission=submission, reveals=reveals
     )
 
 
@@ -260,7 +266,7 @@ def _export_submission(submission: WeightSubmission, block: int) -> None:
     metrics.WEIGHT_SUBMISSIONS.labels("success" if submission.success else submission.code or "refused").inc()
     if not submission.success:
         return
-    if not submission.committed:  # a commit's weights land at its reveal (reveals.check_reveal)
+    if not submission.committed:  # a commit's weights land at its reveal (reveals.check_reveals)
         metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(submission.block or block)
     metrics.MINER_WEIGHT.clear()
     for uid, weight in zip(submission.uids, submission.weights, strict=True):

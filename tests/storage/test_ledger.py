@@ -17,7 +17,7 @@ from storage.repository import (
     last_successful_weights,
     latest_scores,
     open_round,
-    pending_reveal,
+    pending_reveals,
     record_reveal,
     record_scores,
     record_weight_submission,
@@ -99,26 +99,31 @@ def test_a_commit_keeps_its_reveal_round_until_its_reveal_is_checked(session: Se
         reveal_status="pending",
     )
     newer = commit.model_copy(update={"block": 110, "reveal_round": 9002, "at": T0 + timedelta(minutes=2)})
+    twin = commit.model_copy(update={"block": 105, "at": T0 + timedelta(minutes=1)})  # the same round
 
     assert record_weight_submission(session, submission=commit)
-    assert pending_reveal(session) == commit
+    assert pending_reveals(session) == [commit]
     assert last_successful_weights(session, landed=True) is None  # included, not yet on chain
-    assert record_weight_submission(session, submission=newer)  # a newer commit supersedes the first
-    assert pending_reveal(session) == newer
-    assert not record_reveal(session, reveal_round=9001, status="revealed", block=130)
-    assert record_reveal(session, reveal_round=9002, status="revealed", block=140)
+    assert record_weight_submission(session, submission=twin)
+    assert record_weight_submission(session, submission=newer)  # a newer commit settles nothing
+    assert pending_reveals(session) == [commit, twin, newer]  # oldest first
+    assert record_reveal(session, reveal_round=9001, commit_block=100, status="superseded", block=130)
+    assert not record_reveal(session, reveal_round=9001, commit_block=100, status="revealed", block=131)
+    assert record_reveal(session, reveal_round=9001, commit_block=105, status="revealed", block=130)
+    assert record_reveal(session, reveal_round=9002, commit_block=110, status="revealed", block=140)
 
-    assert pending_reveal(session) is None
+    assert pending_reveals(session) == []
     landed = last_successful_weights(session, landed=True)
     assert landed is not None and (landed.reveal_status, landed.reveal_block) == ("revealed", 140)
-    assert [(w.reveal_round, w.reveal_status) for w in weight_history(session)] == [
-        (9002, "revealed"),
-        (9001, "superseded"),
+    assert [(w.block, w.reveal_status) for w in weight_history(session)] == [
+        (110, "revealed"),
+        (105, "revealed"),
+        (100, "superseded"),
     ]
     assert not record_weight_submission(session, submission=newer)  # its identity ignores the outcome
     lost = newer.model_copy(update={"block": 200, "reveal_round": 9003, "at": T0 + timedelta(minutes=9)})
     record_weight_submission(session, submission=lost)
-    record_reveal(session, reveal_round=9003, status="missing", block=230)
+    record_reveal(session, reveal_round=9003, commit_block=200, status="missing", block=230)
     assert last_successful_weights(session) == landed  # a commit that never landed does not count
 
 

@@ -10,9 +10,10 @@ weights change; one whose round is not published before its reveal epoch ends is
 Epochs follow subtensor's stateful schedule (``LocalChainConfig.epoch_index``: an epoch runs
 ``tempo`` blocks after the last one, ``SubnetEpochIndex`` counts them), and a commit belongs to
 the epoch of the block that includes it. Subtensor tries a commit of epoch ``e`` at every block
-of epoch ``e + reveal_period`` and drops it at the next epoch; the SDK times its drand round
-from the same schedule (``LastEpochBlock``, ``SubnetEpochIndex``, ``BlocksSinceLastStep``, read
-from this chain), a little after the reveal epoch begins.
+of epoch ``e + reveal_period`` once the round's pulse is on chain (``pulse_delay`` after the
+round's publication; a stall is a delay past the epoch) and drops it at the next epoch; the SDK
+times its drand round from the same schedule (``LastEpochBlock``, ``SubnetEpochIndex``,
+``BlocksSinceLastStep``, read from this chain), a little after the reveal epoch begins.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def opening_block(config: LocalChainConfig, commit: CommitRecord) -> int | None:
     first, last = reveal_window(config, commit)
     if math.isinf(commit.reveal_at):
         return None
-    opens = max(first, config.first_block_at(commit.reveal_at))
+    opens = max(first, config.first_block_at(commit.reveal_at + config.pulse_delay))
     return opens if opens <= last else None
 
 

@@ -32,6 +32,9 @@ class LocalChainConfig:
     max_uids: int = 256
     serving_rate_limit: int = 0
     min_stake: float = 0.0
+    # Seconds from a drand round's publication to its pulse on chain: a real chain's arrive a few
+    # seconds late; one past the reveal epoch is a drand stall, and the commit expires unopened.
+    pulse_delay: float = 0.0
     # Subtensor refuses 127.0.0.1 and ::1 as axon addresses. "The local network is in use" (every
     # process on one host, as in the demo and tests/e2e) needs them: only then may this be True.
     loopback_axons: bool = False

@@ -242,8 +242,9 @@ async def test_commit_reveal_subnet_gets_a_timelocked_commit_revealed_at_its_rou
     assert record.call == "SubtensorModule.commit_timelocked_mechanism_weights"
     assert record.params["reveal_round"] == submission.reveal_round
     assert len(record.params["commit"]) > 100  # the encrypted payload, not the plain vector
-    assert sealed.weights == {} and sealed.pending_rounds == (submission.reveal_round,)
-    assert opened.drand_round >= submission.reveal_round and opened.pending_rounds == ()
+    assert sealed.weights == {} and [c.reveal_round for c in sealed.sealed] == [submission.reveal_round]
+    assert [c.block for c in sealed.sealed] == [submission.block] and sealed.last_update == submission.block
+    assert opened.drand_round >= submission.reveal_round and opened.sealed == ()
     # The revealed vector is the one a plain submission would have stored.
     assert opened.weights == dict(zip([0, 2, 3], quantised([0.2, 0.5, 0.3]), strict=True))
     [commit] = read_commits(net.path, clock=net.clock)
@@ -312,7 +313,7 @@ async def test_our_weights_commits_and_the_drand_round_are_read_at_one_block(net
     assert submission.success and submission.committed
     stamp = config.block_time(seen.block)
     assert seen.drand_round == bt.timelock.current_round(stamp)  # the time of the block read
-    sealed = submission.reveal_round in seen.pending_rounds
+    sealed = submission.reveal_round in [c.reveal_round for c in seen.sealed]
     assert sealed == (seen.weights == {})  # sealed and no weights, or opened and its weights
     assert sealed == (seen.block < opens)  # as the chain stood at the block read
 

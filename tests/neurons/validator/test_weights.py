@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from judging.scores import ScorePolicy
 from judging.types import Judgment, OutcomeScores, Versions
 from neurons.chain.chaintypes import WeightRules
-from neurons.chain.local.state import read_commits, read_extrinsics, read_weights
+from neurons.chain.local.state import read_commits, read_extrinsics, read_weights, replace_neuron
 from neurons.chain.wallets import register_wallet
 from neurons.validator.weights import cap_shares, plan_weights, weight_limit_warning, weights_pass
 from storage import repository
@@ -273,6 +273,48 @@ async def test_with_a_reveal_period_of_two_every_commit_is_checked(
         statuses = [w.reveal_status for w in repository.weight_history(session)]
     assert statuses == ["revealed"] * 8, statuses
     assert counter("arena_weight_reveals_total", result="revealed") == revealed_before + 8
+
+
+async def test_a_drand_stall_makes_every_expired_commit_count_as_missing(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 3: during a drand stall the commits expired on chain and none was counted."""
+    net = make_net(pulse_delay=10**6)  # no pulse reaches the chain while the test runs
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    chain = net.chain("validator")
+    missing_before = counter("arena_weight_reveals_total", result="missing")
+    for _ in range(6):
+        await weights_pass(chain, sessions, POLICY)
+        net.clock.advance(12 * 21)
+    net.clock.advance(12 * 21 * 3)
+    last = await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    commits = read_commits(net.path, clock=net.clock)
+    with sessions() as session:
+        statuses = [w.reveal_status for w in repository.weight_history(session)]
+    expired = [c for c in commits if c.status == "expired"]
+    assert len(expired) == 6 and {c.error for c in expired} == {"NoDrandPulse"}
+    assert statuses[1:] == ["missing"] * 6  # the newest is the resubmission of the last pass
+    assert counter("arena_weight_reveals_total", result="missing") == missing_before + 6
+    assert last.result == "submitted"  # resubmitted at once
+
+
+async def test_a_reveal_whose_dest_was_deregistered_since_is_revealed_not_resubmitted(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+    chain = net.chain("validator")
+    committed = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 2 * 21)  # past the reveal
+    read_weights(net.path, clock=net.clock)  # the chain opens it
+    replace_neuron(net.path, 3, net.hotkey("stranger"), "5Stranger", clock=net.clock)  # miner2's uid
+
+    checked = await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    assert committed.submission is not None and committed.submission.committed
+    assert read_weights(net.path, clock=net.clock)[1][3] == 0  # zeroed in place
+    assert checked.reveal is not None and checked.reveal.status == "revealed"
+    assert checked.result == "not_due"  # nothing resubmitted
 
 
 def chain_config(net: LocalNet) -> Any:

@@ -14,6 +14,7 @@ from neurons.chain.local.state import (
     read_extrinsics,
     read_weights,
     register,
+    replace_neuron,
 )
 from neurons.errors import LocalChainError
 
@@ -200,6 +201,28 @@ def test_a_round_published_before_the_reveal_epoch_waits_for_it_and_one_after_it
         ("revealed", 5, None),
         ("expired", None, "NoDrandPulse"),
     ]
+
+
+def test_a_replaced_uid_loses_its_weights_and_others_weights_to_it_are_zeroed_in_place(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    chain = make(tmp_path / "c.db", clock, weights_rate_limit=0, commit_reveal=False)
+    register(chain.path, "v", "cv", validator_permit=True)
+    register(chain.path, "m", "cm", validator_permit=True)
+    register(chain.path, "n", "cn")
+    to_m = {"netuid": 3, "mecid": 0, "dests": [2, 3], "weights": [65535, 30000], "version_key": 0}
+    chain.dispatch("v", "SubtensorModule", "set_mechanism_weights", to_m)
+    chain.dispatch("m", "SubtensorModule", "set_mechanism_weights", {**to_m, "dests": [1, 3]})
+    clock.now += 10.0
+
+    replace_neuron(chain.path, 2, "late", "cl", clock=clock)
+
+    assert read_weights(chain.path, clock=clock) == {1: {2: 0, 3: 30000}}  # not rescaled
+    late = chain.view().neurons[2]
+    assert (late.hotkey, late.last_update, late.registered_at) == ("late", chain.block(), chain.block())
+    with pytest.raises(LocalChainError):
+        replace_neuron(chain.path, 0, "x", "cx", clock=clock)  # the owner's uid is never replaced
 
 
 def test_a_missing_file_is_never_created(tmp_path: Path) -> None:
