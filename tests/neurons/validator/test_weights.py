@@ -3,6 +3,7 @@ the chain's weight limit, and commit-reveal (commit, reveal at its round, verifi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,12 +17,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from judging.scores import ScorePolicy
 from judging.types import Judgment, OutcomeScores, Versions
 from neurons.chain.chaintypes import WeightRules
+from neurons.chain.client import BittensorChain
+from neurons.chain.local.records import Outcome
+from neurons.chain.local.sdk import LocalSdkSubstrate
+from neurons.chain.local.state import LocalChain
+from neurons.chain.local.substrate import LocalCall
+from neurons.errors import ChainUnavailable
 from neurons.chain.local.state import read_commits, read_extrinsics, read_weights, replace_neuron
 from neurons.chain.wallets import register_wallet
 from neurons.validator.weights import cap_shares, plan_weights, weight_limit_warning, weights_pass
 from storage import repository
 from storage.records import EpisodeRecord
-from tests.neurons.conftest import LocalNet
+from tests.neurons.conftest import NETUID, LocalNet
 from tests.neurons.rig import make_sessions
 from tests.storage.factories import T0, make_task
 
@@ -315,6 +322,45 @@ async def test_a_reveal_whose_dest_was_deregistered_since_is_revealed_not_resubm
     assert read_weights(net.path, clock=net.clock)[1][3] == 0  # zeroed in place
     assert checked.reveal is not None and checked.reveal.status == "revealed"
     assert checked.result == "not_due"  # nothing resubmitted
+
+
+class LandsThenHangs(LocalSdkSubstrate):
+    """A node that includes the first extrinsic and never answers for it: the submit times out."""
+
+    hung = False
+
+    async def dispatch(
+        self, call: LocalCall, signer: str, *, nonce: int, sealed: dict[str, Any] | None = None
+    ) -> Outcome:
+        outcome = await super().dispatch(call, signer, nonce=nonce, sealed=sealed)
+        if not self.hung:
+            self.hung = True
+            await asyncio.Event().wait()
+        return outcome
+
+
+async def test_a_submit_that_timed_out_but_landed_is_recorded_and_its_reveal_checked(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 8: the commit landed, nothing was recorded, the next pass committed again."""
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    substrate = LandsThenHangs(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, write_timeout=0.5, connect=False)
+
+    with pytest.raises(ChainUnavailable):
+        await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 7)  # past the rate limit
+    again = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 2 * 21)
+    later = await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    [commit] = read_commits(net.path, clock=net.clock)
+    assert again.result == "not_due"  # the landed commit counts: no second one
+    assert later.reveal is not None and later.reveal.status == "revealed"
+    with sessions() as session:
+        [record] = repository.weight_history(session)
+    assert (record.success, record.block, record.reveal_round) == (True, commit.block, commit.reveal_round)
+    assert record.reveal_status == "revealed"
 
 
 def chain_config(net: LocalNet) -> Any:
