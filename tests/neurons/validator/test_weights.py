@@ -20,11 +20,10 @@ from neurons.chain.chaintypes import WeightRules
 from neurons.chain.client import BittensorChain
 from neurons.chain.local.records import Outcome
 from neurons.chain.local.sdk import LocalSdkSubstrate
-from neurons.chain.local.state import LocalChain
+from neurons.chain.local.state import LocalChain, read_commits, read_extrinsics, read_weights, replace_neuron
 from neurons.chain.local.substrate import LocalCall
-from neurons.errors import ChainUnavailable
-from neurons.chain.local.state import read_commits, read_extrinsics, read_weights, replace_neuron
 from neurons.chain.wallets import register_wallet
+from neurons.errors import ChainUnavailable
 from neurons.validator.weights import cap_shares, plan_weights, weight_limit_warning, weights_pass
 from storage import repository
 from storage.records import EpisodeRecord
