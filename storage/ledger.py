@@ -295,6 +295,48 @@ def last_successful_weights(session: Session, *, landed: bool = False) -> Weight
     return None if row is None else _weights(row)
 
 
+def unconfirmed_submission(session: Session) -> WeightRecord | None:
+    """Return the newest attempt whose outcome is unknown (its submit timed out), or None."""
+    query = (
+        select(WeightSubmissionRow)
+        .where(WeightSubmissionRow.reveal_status == "unconfirmed")
+        .order_by(WeightSubmissionRow.id.desc())
+        .limit(1)
+    )
+    row = session.scalars(query).first()
+    return None if row is None else _weights(row)
+
+
+def commit_recorded(session: Session, *, block: int, reveal_round: int) -> bool:
+    """Whether a commit included at ``block`` with ``reveal_round`` is among the stored submissions."""
+    query = select(WeightSubmissionRow.id).where(
+        WeightSubmissionRow.block == block, WeightSubmissionRow.reveal_round == reveal_round
+    )
+    return session.scalars(query.limit(1)).first() is not None
+
+
+def confirm_submission(session: Session, *, block: int, reveal_round: int | None) -> WeightRecord | None:
+    """Mark the newest unconfirmed attempt as landed at ``block`` (a commit: with ``reveal_round``, pending).
+
+    Returns:
+        The attempt as now stored, or None when none was unconfirmed.
+    """
+    with write_transaction(session, what="weight confirmation"):
+        row = session.scalars(
+            select(WeightSubmissionRow)
+            .where(WeightSubmissionRow.reveal_status == "unconfirmed")
+            .order_by(WeightSubmissionRow.id.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            return None
+        row.success, row.block, row.reveal_round = True, block, reveal_round
+        row.reveal_status = "pending" if reveal_round is not None else None
+        confirmed = _weights(row)
+    logger.info("weights confirmed block=%d reveal_round=%s", block, reveal_round)
+    return confirmed
+
+
 def pending_reveals(session: Session) -> list[WeightRecord]:
     """Return every commit whose reveal has not been settled yet, oldest first."""
     query = (

@@ -25,6 +25,8 @@ from storage.db import write_transaction
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
     close_round,
+    commit_recorded,
+    confirm_submission,
     get_round,
     last_round,
     last_successful_weights,
@@ -35,6 +37,7 @@ from storage.ledger import (
     record_scores,
     record_weight_submission,
     score_history,
+    unconfirmed_submission,
     weight_history,
 )
 from storage.mapping import (
@@ -76,6 +79,9 @@ __all__ = [
     "mark_served",
     "open_round",
     "pending_reveals",
+    "unconfirmed_submission",
+    "commit_recorded",
+    "confirm_submission",
     "pool_counts",
     "record_reveal",
     "record_scores",

@@ -22,6 +22,12 @@ commits, and classifies every commit still pending in our records, oldest first:
 
 A failed reveal of a vector equal to the one already on chain reads as revealed: the head cannot
 tell them apart, and the weights on chain are that vector either way.
+
+A submit cut off by its timeout may still have landed; the pass records it ``unconfirmed``
+(``neurons.validator.weights``) and the next read confirms it (``confirm_landed``): a sealed
+commit of ours that no stored submission holds is that attempt's (it is then checked like any
+other), and on a subnet without commit-reveal our row holding its vector with a ``LastUpdate``
+newer than any stored success says it landed there.
 """
 
 from __future__ import annotations
@@ -110,8 +116,28 @@ def reveal_status(
     return "missing"
 
 
+def confirm_landed(session: Session, attempt: WeightRecord, seen: OnChainWeights) -> WeightRecord | None:
+    """Confirm the unconfirmed ``attempt`` from what the chain held at ``seen.block``; None: no sign of it.
+
+    Returns:
+        The attempt as now stored (a commit: ``pending``, to be checked), or None.
+    """
+    for sealed in sorted(seen.sealed, key=lambda s: s.block, reverse=True):
+        if not repository.commit_recorded(session, block=sealed.block, reveal_round=sealed.reveal_round):
+            return repository.confirm_submission(
+                session, block=sealed.block, reveal_round=sealed.reveal_round
+            )
+    last = repository.last_successful_weights(session)
+    newer = seen.last_update > (last.block or 0 if last is not None else 0)
+    if newer and weights_match(attempt.uids, attempt.weights, seen.weights):
+        return repository.confirm_submission(session, block=seen.last_update, reveal_round=None)
+    return None
+
+
 async def check_reveals(chain: Chain, sessions: sessionmaker[Session]) -> tuple[RevealCheck, ...]:
-    """Check every pending commit, oldest first; record and export each settled one.
+    """Confirm a timed-out submit that landed, then check every pending commit, oldest first.
+
+    Each settled check is recorded and exported.
 
     Returns:
         One check per pending commit (``pending`` ones included, not recorded); empty when none.
@@ -121,14 +147,26 @@ async def check_reveals(chain: Chain, sessions: sessionmaker[Session]) -> tuple[
         StorageError: the database could not be read or written.
     """
 
-    def pending() -> list[WeightRecord]:
+    def load() -> tuple[list[WeightRecord], WeightRecord | None]:
         with sessions() as session:
-            return repository.pending_reveals(session)
+            return repository.pending_reveals(session), repository.unconfirmed_submission(session)
 
-    commits = await asyncio.to_thread(pending)
-    if not commits:
+    commits, attempt = await asyncio.to_thread(load)
+    if not commits and attempt is None:
         return ()
     seen = await chain.weights_on_chain()
+    if attempt is not None:
+
+        def confirm() -> WeightRecord | None:
+            with sessions() as session:
+                return confirm_landed(session, attempt, seen)
+
+        confirmed = await asyncio.to_thread(confirm)
+        if confirmed is not None:
+            logger.warning("weights_confirmed block=%s reveal_round=%s (its submit had timed out)",
+                           confirmed.block, confirmed.reveal_round)  # fmt: skip
+            if confirmed.reveal_status == "pending":
+                commits.append(confirmed)
     checks = tuple(
         RevealCheck(commit=c, status=reveal_status(c, seen, commits[i + 1 :]), block=seen.block)
         for i, c in enumerate(commits)

@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from judging.scores import MinerStanding, ScorePolicy, standings, weight_vector
 from neurons import metrics
 from neurons.chain.chaintypes import Chain, MetagraphSnapshot, WeightRules, WeightSubmission
+from neurons.errors import ChainUnavailable
 from neurons.protocol import WEIGHTS_VERSION_KEY
 from neurons.validator.reveals import RevealCheck, check_reveals
 from storage import repository
@@ -179,8 +180,9 @@ async def weights_pass(
     """Submit weights if due; record every submission, successful or refused, and export metrics.
 
     Raises:
-        ChainUnavailable: the chain could not be read or the submission's outcome is unknown
-            (nothing is recorded; the job retries).
+        ChainUnavailable: the chain could not be read (nothing is recorded), or the submission's
+            outcome is unknown (recorded ``unconfirmed``; a later pass confirms it if it landed).
+            The job retries.
         StorageError: the database could not be read or written.
     """
     rules = await chain.weight_rules()
@@ -229,7 +231,13 @@ async def weights_pass(
             len(plan.uids) if plan else 0,
         )
         return WeightsOutcome(result=result, block=snapshot.block, plan=plan, reveals=reveals)
-    submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
+    try:
+        submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
+    except ChainUnavailable as exc:
+        # The outcome is unknown: it may have landed. Recorded so that a later pass confirms it
+        # from the chain (reveals.confirm_landed) instead of leaving a commit nobody checks.
+        await asyncio.to_thread(_record_unconfirmed, sessions, plan, version_key, exc)
+        raise
     committed = submission.success and submission.committed
     record = WeightRecord(
         uids=submission.uids,
@@ -252,6 +260,22 @@ async def weights_pass(
     return WeightsOutcome(
         result="submitted", block=snapshot.block, plan=plan, submission=submission, reveals=reveals
     )
+
+
+def _record_unconfirmed(
+    sessions: sessionmaker[Session], plan: WeightPlan, version_key: int, error: ChainUnavailable
+) -> None:
+    record = WeightRecord(
+        uids=plan.uids,
+        weights=plan.weights,
+        success=False,
+        message=f"outcome unknown: {error}"[:2000],
+        version_key=version_key,
+        at=datetime.now(UTC),
+        reveal_status="unconfirmed",
+    )
+    with sessions() as session:
+        repository.record_weight_submission(session, submission=record)
 
 
 def _export_scores(plan: WeightPlan) -> None:

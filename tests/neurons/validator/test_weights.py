@@ -362,6 +362,29 @@ async def test_a_submit_that_timed_out_but_landed_is_recorded_and_its_reveal_che
     assert record.reveal_status == "revealed"
 
 
+async def test_plain_weights_that_timed_out_but_landed_are_confirmed_from_last_update(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    net = make_net(commit_reveal=False)
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    substrate = LandsThenHangs(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, write_timeout=0.5, connect=False)
+    with pytest.raises(ChainUnavailable):
+        await weights_pass(chain, sessions, POLICY)
+    with sessions() as session:
+        [attempt] = repository.weight_history(session)
+    net.clock.advance(12 * 7)
+
+    again = await weights_pass(chain, sessions, POLICY)
+
+    [extrinsic] = read_extrinsics(net.path)
+    assert (attempt.success, attempt.block, attempt.reveal_status) == (False, None, "unconfirmed")
+    assert again.result == "not_due"
+    with sessions() as session:
+        [record] = repository.weight_history(session)
+    assert (record.success, record.block, record.reveal_status) == (True, extrinsic.block, None)
+
+
 def chain_config(net: LocalNet) -> Any:
     from neurons.chain.local.state import LocalChain
 
