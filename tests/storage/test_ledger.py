@@ -12,6 +12,8 @@ from storage.errors import ConflictError, MissingRecord
 from storage.records import WeightRecord
 from storage.repository import (
     close_round,
+    commit_recorded,
+    confirm_submission,
     get_round,
     last_round,
     last_successful_weights,
@@ -22,6 +24,7 @@ from storage.repository import (
     record_scores,
     record_weight_submission,
     score_history,
+    unconfirmed_submission,
     weight_history,
 )
 from tests.storage.factories import T0, VALIDATOR
@@ -125,6 +128,26 @@ def test_a_commit_keeps_its_reveal_round_until_its_reveal_is_checked(session: Se
     record_weight_submission(session, submission=lost)
     record_reveal(session, reveal_round=9003, commit_block=200, status="missing", block=230)
     assert last_successful_weights(session) == landed  # a commit that never landed does not count
+
+
+def test_an_unconfirmed_attempt_is_confirmed_once_as_landed(session: Session) -> None:
+    attempt = WeightRecord(
+        uids=(0, 3), weights=(0.2, 0.8), success=False, message="outcome unknown", at=T0,
+        reveal_status="unconfirmed",
+    )  # fmt: skip
+    assert confirm_submission(session, block=50, reveal_round=7) is None  # none yet
+    record_weight_submission(session, submission=attempt)
+
+    assert unconfirmed_submission(session) == attempt
+    assert last_successful_weights(session) is None
+    assert not commit_recorded(session, block=120, reveal_round=9001)
+    confirmed = confirm_submission(session, block=120, reveal_round=9001)
+
+    assert confirmed is not None and (confirmed.success, confirmed.block) == (True, 120)
+    assert confirmed.reveal_status == "pending" and pending_reveals(session) == [confirmed]
+    assert commit_recorded(session, block=120, reveal_round=9001)
+    assert unconfirmed_submission(session) is None
+    assert last_successful_weights(session) == confirmed
 
 
 def test_weight_records_refuse_bad_vectors() -> None:
