@@ -103,6 +103,23 @@ async def test_weights_land_on_chain_in_score_order_with_the_burn_to_the_owner(
     )
 
 
+async def test_a_fresh_database_sends_no_burn_only_vector_and_submits_once_scores_exist(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 8: with no score stored the first pass sent 100% to the burn uid, then the
+    cadence held the first scored vector back a whole tempo."""
+    chain = net.chain("validator")
+
+    first = await weights_pass(chain, sessions, POLICY)
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})  # the first round is judged
+    net.clock.advance(12 * 7)  # past the rate limit, well inside the tempo
+    second = await weights_pass(chain, sessions, POLICY)
+
+    assert first.result == "no_scores" and first.submission is None
+    assert len(read_extrinsics(net.path)) == 1  # the second pass's
+    assert second.result == "submitted" and second.plan is not None and 2 in second.plan.uids
+
+
 async def test_scores_follow_hotkeys_not_uids(net: LocalNet, sessions: sessionmaker[Session]) -> None:
     store_scores(sessions, {net.hotkey("stranger"): [1.0] * 10, net.hotkey("miner2"): [0.5] * 10})
     snapshot = await net.chain("validator").snapshot()
