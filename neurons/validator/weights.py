@@ -10,7 +10,11 @@ limit, both read from chain at each pass.
 The chain's ``MaxWeightsLimit`` (``WeightRules.max_weight_share``) is honoured here, not left
 to the SDK: no uid, the burn uid included, may hold more than that share. Left to the SDK, its
 clip redistributes the excess silently and, where the limit cannot be met at all, submits a
-uniform vector that ignores every score (and that the chain refuses anyway). Here the excess
+uniform vector that ignores every score (and that the chain refuses anyway).
+
+No vector is submitted before any score is stored (``no_scores``, a fresh database): it would
+send everything to the burn uid, and the cadence would then hold the first vector with miners in
+it back a whole tempo. Here the excess
 is redistributed over the other uids in proportion to their weight (``cap_shares``), so the
 vector recorded, exported and checked after a reveal is the one that lands; where no vector
 can meet the limit the pass refuses with ``weight_limit``. ``weight_limit_warning`` says at
@@ -43,7 +47,7 @@ from storage.records import WeightRecord
 logger = logging.getLogger(__name__)
 
 WeightsResult = Literal[
-    "submitted", "not_due", "rate_limited", "outdated_version", "no_owner", "weight_limit"
+    "submitted", "not_due", "rate_limited", "outdated_version", "no_owner", "weight_limit", "no_scores"
 ]
 # Below the chain's limit by this fraction, so u16 rounding cannot lift the top share over it.
 LIMIT_MARGIN = 1e-3
@@ -199,6 +203,10 @@ async def weights_pass(
             if why == "not_due" and missing:
                 why = None  # a commit never landed: resubmit now, inside the rate limit
             plan = plan_weights(session, snapshot, policy)
+            if plan is not None and not plan.standings:
+                # A fresh database: the vector would be all burn, and the cadence would then hold
+                # the first scored one back a whole tempo.
+                return why or "no_scores", plan
             if plan is not None:
                 capped = cap_shares(plan.weights, _usable_share(rules))
                 if capped is None:
