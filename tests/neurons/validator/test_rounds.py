@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,14 @@ from neurons.miner.agents.scripted import scripted_agent
 from neurons.miner.settings import MinerAppConfig
 from neurons.protocol import TaskRequest
 from neurons.validator.miner_client import MinerClient, MinerReply
-from neurons.validator.rounds import next_round_id, pick_miners, recover_round, run_round, verdict
+from neurons.validator.rounds import (
+    RoundSummary,
+    next_round_id,
+    pick_miners,
+    recover_round,
+    run_round,
+    verdict,
+)
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.taskpool import open_and_burn
 from neurons.validator.weights import plan_weights
@@ -209,6 +216,22 @@ async def test_one_claim_that_our_self_check_confirms_stops_the_round(
     assert {t.episode.miner_hotkey for t in all_traces(sessions)} <= {net.hotkey("miner1")}
 
 
+async def claimed_round(
+    net: LocalNet,
+    synth_index: SearchIndex,
+    sessions: sessionmaker[Session],
+    agents: Mapping[str, Any],
+    claimants: Sequence[str],
+    self_check: Callable[[], Awaitable[SelfCheck]],
+) -> RoundSummary:
+    """One round in which the named miners claim every request of ours is ``stale``."""
+    async with MinerClient(net.wallets["validator"]) as real:
+        client = Claimants(real, *(net.hotkey(name) for name in claimants))
+        async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
+            rig.deps.self_check = self_check
+            return await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+
 async def test_a_colluding_half_claiming_our_fault_gets_its_zeros_when_another_miner_admits_us(
     net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
 ) -> None:
@@ -222,11 +245,7 @@ async def test_a_colluding_half_claiming_our_fault_gets_its_zeros_when_another_m
         return SelfCheck(True)
 
     agents = {"miner1": scripted_agent, "miner2": scripted_agent, "stranger": scripted_agent}
-    async with MinerClient(net.wallets["validator"]) as real:
-        client = Claimants(real, net.hotkey("miner2"), net.hotkey("stranger"))
-        async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
-            rig.deps.self_check = passing
-            summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    summary = await claimed_round(net, synth_index, sessions, agents, ("miner2", "stranger"), passing)
 
     assert (summary.result, summary.stored, summary.unscored) == ("ok", 6, 0)
     assert checks == [1]
@@ -247,11 +266,7 @@ async def test_a_quorum_claiming_our_fault_with_no_miner_admitting_us_stops_the_
         return SelfCheck(True)
 
     agents = {"miner1": scripted_agent, "miner2": scripted_agent}
-    async with MinerClient(net.wallets["validator"]) as real:
-        client = Claimants(real, net.hotkey("miner1"), net.hotkey("miner2"))
-        async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
-            rig.deps.self_check = passing
-            summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    summary = await claimed_round(net, synth_index, sessions, agents, ("miner1", "miner2"), passing)
 
     assert (summary.result, summary.stored, summary.unscored) == ("stopped", 0, 4)
     assert all_traces(sessions) == []
