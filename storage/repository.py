@@ -25,16 +25,19 @@ from storage.db import write_transaction
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
     close_round,
+    commit_recorded,
+    confirm_submission,
     get_round,
     last_round,
     last_successful_weights,
     latest_scores,
     open_round,
-    pending_reveal,
+    pending_reveals,
     record_reveal,
     record_scores,
     record_weight_submission,
     score_history,
+    unconfirmed_submission,
     weight_history,
 )
 from storage.mapping import (
@@ -75,7 +78,10 @@ __all__ = [
     "latest_scores",
     "mark_served",
     "open_round",
-    "pending_reveal",
+    "pending_reveals",
+    "unconfirmed_submission",
+    "commit_recorded",
+    "confirm_submission",
     "pool_counts",
     "record_reveal",
     "record_scores",

@@ -7,8 +7,9 @@ results its calls got, its answer: ``judging.duplicates.work_hash``), from which
 share one credit between hotkeys that copy one another. The judgment is stored as judged, never
 zeroed for it. The judge's code runs in ``RoundDeps.judge_executor``, off the loop.
 
-A reply refusing us in our own name is held (``Held``), not judged, and the round decides whose
-fault it is (the rule is in ``neurons.validator.rounds``' docstring).
+A reply refusing us in our own name, or saying the miner cannot read the chain, is held
+(``Held``), not judged, and the round decides whose fault it is (the rule is in
+``neurons.validator.rounds``' docstring).
 
 In a world round (``world`` given) each episode's tools run over the world's overlay, the judge
 reads the world's products (its prices, its listings), and the stored episode names the pack.
@@ -44,7 +45,7 @@ from neurons.errors import DeadlinePassed
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 from neurons.validator.backoff import retry
 from neurons.validator.counting import count_stored
-from neurons.validator.miner_client import MinerReply
+from neurons.validator.miner_client import HELD_CAUSES, MinerReply
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.settings import RoundConfig
 from neurons.validator.worlds import RoundWorld
@@ -85,13 +86,14 @@ class RoundDeps:
     query_concurrency: int  # episodes in flight at once (each holds a connection)
     judge_concurrency: int  # LLM judge calls at once
     judge_executor: Executor | None = None  # where the judge's code runs (None: on the event loop)
-    # Run when a miner refuses us in our own name (see the module docstring); None: quorum only.
+    # Run when a miner refuses us in our own name, or a quorum holds replies (``neurons.validator.
+    # rounds``); None: the round's own evidence only.
     self_check: Callable[[], Awaitable[SelfCheck]] | None = None
 
 
 @dataclass(frozen=True)
 class Held:
-    """A reply refusing us in our own name, held until the round decides whose fault it is."""
+    """A reply refusing us in our own name or unable to read the chain, held until the round decides."""
 
     miner: Neuron
     task: Task
@@ -103,7 +105,7 @@ class Held:
 
 
 def refusal_quorum(miners: int) -> int:
-    """How many distinct miners refusing us in our own name make it our fault: half, at least two."""
+    """How many distinct miners holding replies call the round's evidence in: half, at least two."""
     return min(miners, max(2, math.ceil(miners / 2)))
 
 
@@ -126,29 +128,45 @@ class Episodes:
         self.tools = tuple(tool_schemas(deps.judge_config.toolset))
         self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
         self.works: dict[str, str] = {}  # the work scored so far in the round, and who brought it first
+        self.miners = miners
         self.quorum = refusal_quorum(miners)
         self.claimants: set[str] = set()
+        self.admitted = False  # a miner answered a request of ours 200: it accepted our signature
         self.stopped: str | None = None  # why the round stopped sending (our fault), once it has
         self._check: SelfCheck | None = None
         self._check_lock = asyncio.Lock()
 
     async def _claimed(self, miner: Neuron, reply: MinerReply) -> None:
-        """A miner refused us in our own name: stop the round when that is corroborated."""
+        """A miner held a reply against us or the chain: stop the round when our self-check fails."""
         metrics.VALIDATOR_REFUSALS.labels(reply.refusal or "unknown").inc()
         logger.warning("miner_refused_us round=%d uid=%d reason=%s", self.round_id, miner.uid, reply.refusal)
         self.claimants.add(miner.hotkey)
-        if self.stopped is not None:
+        if self.stopped is not None or self.deps.self_check is None:
             return
-        if len(self.claimants) >= self.quorum:
-            self.stopped = f"{len(self.claimants)} miners refused our requests ({reply.refusal})"
+        # A claim about our state, or a quorum of any: run the self-check (once per round, as a
+        # claim costs the claimant nothing). A quorum alone stops nothing: a colluding half
+        # would escape its zeros; ``unscored_because`` weighs it at the end of the round.
+        if reply.cause != "refused_us" and len(self.claimants) < self.quorum:
             return
-        if self.deps.self_check is None:
-            return
-        async with self._check_lock:  # once per round: a claim costs the claimant nothing
+        async with self._check_lock:
             if self._check is None:
                 self._check = await self.deps.self_check()
         if not self._check.ok and self.stopped is None:
             self.stopped = f"self-check failed: {self._check.cause} ({self._check.detail})"
+
+    def unscored_because(self) -> str | None:
+        """Why the held replies are not the claimants' fault (left unscored), or None: their zeros.
+
+        Ours when our self-check failed (the round stopped sending then). Shared (our clock off
+        by less than a block, or the chain endpoint the miners read) when a quorum of the
+        round's miners held replies and no miner admitted a single request of ours: had our
+        requests been acceptable, the others would have said so.
+        """
+        if self.stopped is not None:
+            return self.stopped
+        if len(self.claimants) >= self.quorum and not self.admitted:
+            return f"{len(self.claimants)} of {self.miners} miners refused us and none admitted a request"
+        return None
 
     async def run(self, miner: Neuron, task: Task) -> Judgment | Held | None:
         """One (miner, task) episode; None when it was never sent (our overload, or a stopped round)."""
@@ -183,7 +201,8 @@ class Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
-        if reply.cause == "refused_us":
+        self.admitted = self.admitted or reply.status_code == 200
+        if reply.cause in HELD_CAUSES:
             await self._claimed(miner, reply)
             return Held(miner, task, reply, episode_id, started, finished, log)
         return await self._finish(miner, task, reply, episode_id, started, finished, log)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,21 @@ from judging.errors import JudgeRefused
 from judging.judge import JudgeConfig
 from judging.scores import MinerStanding, ScorePolicy, standings
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
+from neurons.chain.wallets import register_wallet
 from neurons.errors import DeadlinePassed
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
+from neurons.miner.settings import MinerAppConfig
 from neurons.protocol import TaskRequest
 from neurons.validator.miner_client import MinerClient, MinerReply
-from neurons.validator.rounds import next_round_id, pick_miners, recover_round, run_round, verdict
+from neurons.validator.rounds import (
+    RoundSummary,
+    next_round_id,
+    pick_miners,
+    recover_round,
+    run_round,
+    verdict,
+)
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.taskpool import open_and_burn
 from neurons.validator.weights import plan_weights
@@ -145,14 +155,14 @@ async def test_miners_refusing_us_stop_the_round_and_score_nobody(
     assert counter("arena_rounds_total", result="stopped") == stopped + 1
 
 
-class OneClaimant:
-    """The real client, except that one miner claims every request of ours is ``stale``."""
+class Claimants:
+    """The real client, except that some miners claim every request of ours is ``stale``."""
 
-    def __init__(self, real: MinerClient, claimant: str) -> None:
-        self.real, self.claimant = real, claimant
+    def __init__(self, real: MinerClient, *claimants: str) -> None:
+        self.real, self.claimants = real, set(claimants)
 
     async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
-        if neuron.hotkey != self.claimant:
+        if neuron.hotkey not in self.claimants:
             return await self.real.query(neuron, request)
         return MinerReply(
             hotkey=neuron.hotkey,
@@ -178,7 +188,7 @@ async def test_one_miner_claiming_our_fault_while_we_check_out_is_its_own_zero(
 
     agents = {"miner1": scripted_agent, "miner2": scripted_agent}
     async with MinerClient(net.wallets["validator"]) as real:
-        client = OneClaimant(real, net.hotkey("miner2"))
+        client = Claimants(real, net.hotkey("miner2"))
         async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
             rig.deps.self_check = passing
             summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
@@ -198,7 +208,7 @@ async def test_one_claim_that_our_self_check_confirms_stops_the_round(
 
     agents = {"miner1": scripted_agent, "miner2": scripted_agent}
     async with MinerClient(net.wallets["validator"]) as real:
-        client = OneClaimant(real, net.hotkey("miner2"))
+        client = Claimants(real, net.hotkey("miner2"))
         async with running_rig(
             net, synth_index, sessions, agents=agents, client=client, tasks_per_round=1
         ) as rig:
@@ -207,6 +217,96 @@ async def test_one_claim_that_our_self_check_confirms_stops_the_round(
             summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
     assert summary.result == "stopped" and summary.unscored == 1
     assert {t.episode.miner_hotkey for t in all_traces(sessions)} <= {net.hotkey("miner1")}
+
+
+async def claimed_round(
+    net: LocalNet,
+    synth_index: SearchIndex,
+    sessions: sessionmaker[Session],
+    agents: Mapping[str, Any],
+    claimants: Sequence[str],
+    self_check: Callable[[], Awaitable[SelfCheck]],
+) -> RoundSummary:
+    """One round in which the named miners claim every request of ours is ``stale``."""
+    async with MinerClient(net.wallets["validator"]) as real:
+        client = Claimants(real, *(net.hotkey(name) for name in claimants))
+        async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
+            rig.deps.self_check = self_check
+            return await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+
+async def test_a_colluding_half_claiming_our_fault_gets_its_zeros_when_another_miner_admits_us(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 5: two of three miners answer 401 stale "in our name"; the quorum stopped the
+    round before anything weighed the claim, and the colluders escaped their zeros."""
+    register_wallet(net.path, net.wallets["stranger"])  # a third miner, uid 4
+    checks: list[int] = []
+
+    async def passing() -> SelfCheck:
+        checks.append(1)
+        return SelfCheck(True)
+
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent, "stranger": scripted_agent}
+    summary = await claimed_round(net, synth_index, sessions, agents, ("miner2", "stranger"), passing)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("ok", 6, 0)
+    assert checks == [1]
+    colluders = {net.hotkey("miner2"), net.hotkey("stranger")}
+    claimed = [t for t in all_traces(sessions) if t.episode.miner_hotkey in colluders]
+    assert len(claimed) == 4 and all(
+        t.judgment.score == 0 and t.episode.end == "miner_error" for t in claimed
+    )
+
+
+async def test_a_quorum_claiming_our_fault_with_no_miner_admitting_us_stops_the_round(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    """A clock off by less than a block passes the self-check; every miner refusing ``stale`` and
+    none admitting a request is then the evidence, and nobody is scored."""
+
+    async def passing() -> SelfCheck:
+        return SelfCheck(True)
+
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    summary = await claimed_round(net, synth_index, sessions, agents, ("miner1", "miner2"), passing)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("stopped", 0, 4)
+    assert all_traces(sessions) == []
+
+
+async def test_a_quorum_of_miners_whose_chain_view_expired_stops_the_round_unscored(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 6: the miners' chain endpoint is out, so every miner answers 503
+    metagraph_expired; those were stored as miner zeros in a round marked ok."""
+    stopped = counter("arena_rounds_total", result="stopped")
+    outage = MinerAppConfig(metagraph_ttl=3600.0, metagraph_max_age=0.2)  # read once, then no more
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    configs = dict.fromkeys(agents, outage)
+    async with running_rig(net, synth_index, sessions, agents=agents, miner_configs=configs) as rig:
+        await asyncio.sleep(0.3)  # past the miners' metagraph_max_age
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("stopped", 0, 4)
+    assert summary.refusals == {"metagraph_expired": 4}
+    assert all_traces(sessions) == []  # no miner zero stored
+    assert counter("arena_rounds_total", result="stopped") == stopped + 1
+
+
+async def test_one_miner_whose_chain_view_expired_is_its_own_zero(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    register_wallet(net.path, net.wallets["stranger"])  # three miners: a quorum is two
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent, "stranger": scripted_agent}
+    configs = {"miner2": MinerAppConfig(metagraph_ttl=3600.0, metagraph_max_age=0.2)}
+    async with running_rig(net, synth_index, sessions, agents=agents, miner_configs=configs) as rig:
+        await asyncio.sleep(0.3)
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("ok", 6, 0)
+    expired = [t for t in all_traces(sessions) if t.episode.miner_hotkey == net.hotkey("miner2")]
+    assert len(expired) == 2 and all(t.judgment.score == 0 for t in expired)
 
 
 class UnencodableMiner:
