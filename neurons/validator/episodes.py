@@ -2,8 +2,10 @@
 
 Each episode is judged and stored in one transaction as soon as its reply arrives (the round,
 ``neurons.validator.rounds``, gathers them). Content the miner sent that cannot be stored is the
-miner's fault, stored as such; identical work in the round is credited once
-(``judging.duplicates``); the judge's code runs in ``RoundDeps.judge_executor``, off the loop.
+miner's fault, stored as such; a scored episode is stored with the address of its work (the
+results its calls got, its answer: ``judging.duplicates.work_hash``), from which the weights
+share one credit between hotkeys that copy one another. The judgment is stored as judged, never
+zeroed for it. The judge's code runs in ``RoundDeps.judge_executor``, off the loop.
 
 A reply refusing us in our own name, or saying the miner cannot read the chain, is held
 (``Held``), not judged, and the round decides whose fault it is (the rule is in
@@ -31,7 +33,7 @@ from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
-from judging.duplicates import FirstArrivals, credited_once, work_hash
+from judging.duplicates import work_hash
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.outcome import ProductLookup
 from judging.reasoning import Completer
@@ -125,7 +127,7 @@ class Episodes:
         self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
         self.tools = tuple(tool_schemas(deps.judge_config.toolset))
         self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
-        self.arrivals = FirstArrivals()  # identical work in the round is credited once
+        self.works: dict[str, str] = {}  # the work scored so far in the round, and who brought it first
         self.miners = miners
         self.quorum = refusal_quorum(miners)
         self.claimants: set[str] = set()
@@ -221,14 +223,14 @@ class Episodes:
         log: Sequence[ToolLogEntry],
     ) -> Judgment:
         judgment = await self._judge(task, reply, episode_id, log)
-        # Only work that earns credit claims it: a copy that is zero anyway cannot take it.
-        work = _work(task, reply.trajectory, self.config.max_turns) if judgment.score > 0 else None
-        first = await self.arrivals.claim(work, episode_id) if work is not None else None
-        if work is not None and first is not None:
-            judgment = credited_once(judgment, work=work, first_episode_id=first)
+        # Only work that earns credit claims a share of it: a copy that is zero anyway claims none.
+        work = _work(task, reply.trajectory, log, self.config.max_turns) if judgment.score > 0 else None
+        if work is not None and (first := self.works.setdefault(work, episode_id)) != episode_id:
+            # Observed, not decided here: whether the two share depends on how often their
+            # hotkeys bring the same work (``judging.duplicates.shared_by``, at weights time).
             metrics.DUPLICATE_EPISODES.inc()
             logger.info(
-                "episode_duplicate round=%d uid=%d task=%s first=%s",
+                "episode_same_work round=%d uid=%d task=%s first=%s",
                 self.round_id,
                 miner.uid,
                 task.task_id,
@@ -247,13 +249,7 @@ class Episodes:
             world_id=self.world.world_id if self.world is not None else None,
             pack_hash=self.world.pack_hash if self.world is not None else None,
         )
-        credited = False
-        try:
-            judgment = await self._store(record, reply.trajectory, log, judgment, task)
-            credited = judgment.score > 0
-        finally:
-            if work is not None and first is None:
-                self.arrivals.settle(work, episode_id, credited=credited)
+        judgment = await self._store(record, reply.trajectory, log, judgment, task, work)
         count_stored(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
@@ -318,15 +314,16 @@ class Episodes:
         log: Sequence[ToolLogEntry],
         judgment: Judgment,
         task: Task,
+        work: str | None,
     ) -> Judgment:
-        """Store the judged episode; return the judgment stored.
+        """Store the judged episode with its work; return the judgment stored.
 
         Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
         past every door) is the miner's fault, never a silent drop: the episode is stored as
         ``malformed`` with a zero judgment, its tool log kept with such text escaped.
         """
         try:
-            await self._write(record, trajectory, log, judgment, task)
+            await self._write(record, trajectory, log, judgment, task, work)
         except UnstorableContent as exc:
             logger.warning(
                 "episode_unstorable round=%d uid=%s task=%s error=%s",
@@ -344,7 +341,7 @@ class Episodes:
                 detail="its trajectory or tool log holds text that cannot be stored",
             )
             malformed = record.model_copy(update={"end": "malformed"})
-            await self._write(malformed, None, repository.storable_log(log), judgment, task)
+            await self._write(malformed, None, repository.storable_log(log), judgment, task, None)
         return judgment
 
     async def _write(
@@ -354,6 +351,7 @@ class Episodes:
         log: Sequence[ToolLogEntry],
         judgment: Judgment,
         task: Task,
+        work: str | None,
     ) -> None:
         def write() -> bool:
             with self.deps.sessions() as session:
@@ -364,6 +362,7 @@ class Episodes:
                     tool_log=log,
                     judgment=judgment,
                     task=task,
+                    work=work,
                 )
 
         async def attempt() -> bool:
@@ -381,8 +380,10 @@ class Episodes:
         await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)
 
 
-def _work(task: Task, trajectory: Trajectory | None, max_turns: int) -> str | None:
-    """The work a reply brought (``judging.duplicates``); None past the turn cap.
+def _work(
+    task: Task, trajectory: Trajectory | None, log: Sequence[ToolLogEntry], max_turns: int
+) -> str | None:
+    """The work a reply did (``judging.duplicates``: logged results, answer); None past the turn cap.
 
     Past the cap the episode is a reject anyway; skipping it keeps the hash, computed on the
     event loop, cheap.
@@ -391,4 +392,4 @@ def _work(task: Task, trajectory: Trajectory | None, max_turns: int) -> str | No
         return None
     if sum(len(m.tool_calls or ()) for m in trajectory.messages) > max_turns:
         return None
-    return work_hash(task.task_id, trajectory)
+    return work_hash(task.task_id, trajectory, log)
