@@ -28,7 +28,8 @@ NeuronError
 │   │                  faults are tool errors in its observation, never these)
 │   ├── UnknownTask      a reset names a task the environment does not hold
 │   ├── UnknownSession   a step names a session not open here
-│   └── EnvFull          a reset beyond the bound on open sessions
+│   ├── EnvFull          a reset beyond the bound on open sessions
+│   └── RolloutMismatch  environment/rollouts.py: a run directory of another policy, weights or k
 ├── DemoError          demo/network.py: the demo cannot go on
 │   └── DemoInputError   bad input: a work dir that is not fresh, an endpoint that does not answer
 └── UnusableInput      cli/judge.py: an input file of `arena judge` cannot be used
