@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 
@@ -56,3 +57,8 @@ def serving(args: list[str], *, port: int) -> Iterator[str]:
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def env_serve(index: Path, world: Path, port: int, *extra: str) -> list[str]:
+    """The arguments of ``arena env serve`` over ``world`` on ``port``."""
+    return ["env", "serve", "--index", str(index), "--world", str(world), "--port", str(port), *extra]

@@ -10,21 +10,12 @@ import pytest
 from typer.testing import CliRunner
 
 from neurons.cli import app
-from tests.neurons.cli.servers import free_port, serving
+from tests.neurons.cli.servers import env_serve, free_port, serving
 
 
 def test_serve_runs_an_episode_over_http(world_pack_dir: Path, world_base_dir: Path) -> None:
     port = free_port()
-    args = [
-        "env",
-        "serve",
-        "--index",
-        str(world_base_dir),
-        "--world",
-        str(world_pack_dir),
-        "--port",
-        str(port),
-    ]
+    args = env_serve(world_base_dir, world_pack_dir, port)
     with serving(args, port=port) as url, httpx.Client(base_url=url, timeout=30.0) as client:
         assert client.get("/health").json()["toolset"] == "arena-3"
         reset = client.post("/v1/env/reset", json={"seed": 0}).json()

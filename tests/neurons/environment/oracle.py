@@ -16,7 +16,7 @@ from arena.world.changes import truth_at
 from arena.world.types import HeldConstraint, HeldService, WorldTask
 from judging.facts import result_facts
 from neurons.environment.session import Environment
-from neurons.environment.types import Action, StepOutcome
+from neurons.environment.types import Action, Final, StepOutcome
 
 QUESTION_WORDS = {
     "freeShipping": "Do you need free shipping?",
@@ -41,20 +41,22 @@ class Play:
     outcomes: list[StepOutcome]
 
     @property
-    def total(self) -> float:
-        """The episode's return (its final total reward)."""
+    def final(self) -> Final:
+        """The episode's end: the validator's score and the return."""
         final = self.outcomes[-1].final
         if final is None:
             raise AssertionError("the episode did not end")
-        return final.total_reward
+        return final
+
+    @property
+    def total(self) -> float:
+        """The episode's return (its final total reward)."""
+        return self.final.total_reward
 
     @property
     def score(self) -> float:
         """The validator's score of the episode."""
-        final = self.outcomes[-1].final
-        if final is None:
-            raise AssertionError("the episode did not end")
-        return final.score
+        return self.final.score
 
 
 def step(
@@ -122,3 +124,9 @@ def solve(
     outcomes.append(step(env, session, "recommend_product", {"product_ids": ",".join(chosen)}))
     outcomes.append(step(env, session, "terminate", {"status": "success"}))
     return Play(outcomes)
+
+
+def answer(env: Environment, session: str, ids: Sequence[str]) -> float:
+    """Recommend ``ids``, terminate, and return the episode's return."""
+    step(env, session, "recommend_product", {"product_ids": ",".join(ids)})
+    return Play([step(env, session, "terminate", {"status": "success"})]).total

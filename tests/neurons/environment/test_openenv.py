@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.neurons.cli.servers import free_port, serving
+from tests.neurons.cli.servers import env_serve, free_port, serving
 
 pytestmark = pytest.mark.openenv
 openenv_core = pytest.importorskip(
@@ -17,17 +17,8 @@ openenv_core = pytest.importorskip(
 
 def test_openenvs_client_plays_an_episode(world_pack_dir: Path, world_base_dir: Path) -> None:
     port = free_port()
-    args = [
-        "env",
-        "serve",
-        "--index",
-        str(world_base_dir),
-        "--world",
-        str(world_pack_dir),
-        "--port",
-        str(port),
-    ]
-    with serving([*args, "--openenv"], port=port) as url:
+    args = env_serve(world_base_dir, world_pack_dir, port, "--openenv")
+    with serving(args, port=port) as url:
         client = openenv_core.GenericEnvClient(base_url=f"{url}/openenv").sync()
         with client:
             reset = client.reset(seed=2)
