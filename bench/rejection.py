@@ -131,7 +131,7 @@ def fine_tune(steps: Steps, plan: LearnPlan, start: Path, rows: list[dict[str, A
     }
 
 
-def pass_at_k(steps: Steps, plan: LearnPlan, gguf: Path, k: int, manifest: Path) -> dict[str, Any]:
+def pass_at_k(steps: Steps, plan: LearnPlan, gguf: Path, k: int, manifest: Path | None) -> dict[str, Any]:
     """The model's pass@k on the held-out tasks (k samples each at temperature 0.7)."""
     from neurons.demo.local_llm import LocalLLM
     from neurons.learning.pipeline import CHAT_FORMAT
@@ -141,7 +141,9 @@ def pass_at_k(steps: Steps, plan: LearnPlan, gguf: Path, k: int, manifest: Path)
             "--limit", str(plan.held_out), "--k", str(k), "--temperature", "0.7", "--concurrency", "1",
             "--max-steps", str(plan.eval_max_steps), "--max-tool-calls", str(plan.eval_max_tool_calls),
             "--task-timeout", str(plan.eval_timeout_s), "--seed", str(plan.seed),
-            "--train-manifest", str(manifest), "--out", f"runs/{name}"]  # fmt: skip
+            "--out", f"runs/{name}"]  # fmt: skip
+    if manifest is not None:
+        args += ["--train-manifest", str(manifest)]
     for key, value in AGENT_OPTIONS.items():
         args += ["--agent-option", f"{key}={json.dumps(value)}"]
     claim_run_dir(steps.work / "runs" / name, gguf)
@@ -168,8 +170,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sampled = rollouts(steps, plan, start, args.k, args.max_tasks)
     rows = sft_rows(work / "rollouts" / "export", plan.max_rows)
     training = fine_tune(steps, plan, start, rows)
-    manifest = work / "rollouts" / "export" / "manifest.json"
-    tuned = work / "tuned.gguf" if training.get("trained") else start
+    # The evaluation refuses the leak clusters trained on; with nothing trained there is nothing to refuse
+    # (and an export without rows names none: `arena eval` refuses such a manifest).
+    trained = bool(training.get("trained"))
+    manifest = work / "rollouts" / "export" / "manifest.json" if trained else None
+    tuned = work / "tuned.gguf" if trained else start
     before = evaluate(steps, plan, start, "start", manifest)
     after = evaluate(steps, plan, tuned, "tuned", manifest)
     return {
