@@ -39,7 +39,7 @@ from starlette.responses import Response
 from arena.episode import EpisodeRegistry
 from arena.errors import EpisodeError
 from arena.httpguard import AddressPolicy, wrong_content_type
-from arena.inference import ExchangeOutcome, InferenceExchange
+from arena.inference import ExchangeOutcome, InferenceExchange, served_calls
 from arena.jsondepth import deeper_than
 from arena.toolcalls import bearer_token, episode_status, receive_body_within
 from arena.upstream import UpstreamProblem, make_client, parse_upstream, post_completion, resolve_guarded
@@ -146,7 +146,7 @@ class Gateway:
         except UpstreamProblem as problem:
             status, outcome = problem.status, "refused" if problem.status < 500 else "upstream_error"
             detail = f"{problem.detail}: {_text(problem.body)[:300]}" if problem.body else problem.detail
-            data = _error_body(problem.code, detail)
+            data = _error_body(problem.code, _scrubbed(detail, key))
         except ClientDisconnect:
             raise  # logged where the body was read; the answer goes nowhere, so nothing is recorded
         except Exception:  # noqa: BLE001 - our own fault, whatever it is: a 500, never the miner's
@@ -176,6 +176,7 @@ class Gateway:
             upstream=_logged_upstream(upstream),
             request=_scrubbed(_text(request), key),
             response=_scrubbed(_text(response), key),
+            tool_calls=len(served_calls(_text(response))) if outcome == "ok" else 0,
             status=status,
             outcome=outcome,
             started_at=started,
