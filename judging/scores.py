@@ -9,6 +9,8 @@ The policy, in one place:
    n=1 and a low bound, so it cannot take the emission from a miner that is steadily good.
 3. Episodes whose judgment is unscored (an outage on our side) never enter the window; miner
    faults (timeouts, malformed replies) enter as 0.
+   With ``unattested_factor`` below 1 an episode whose tool calls were not all attested by the
+   inference gateway (axis other than ``A-attested``) counts that share of its score.
 4. Weights are proportional to ``bound ** power`` over registered hotkeys, mapped to their
    *current* uid at submission time (a uid re-registered by a new hotkey inherits nothing).
    ``burn_share`` of the emission goes to the owner uid; with no positive score, all of it does.
@@ -34,6 +36,7 @@ class ScoreSample:
     hotkey: str
     score: float | None  # None: unscored on our side; excluded from the window
     order: int  # monotonic position (e.g. block number, or a sequence); later means newer
+    attested: bool = False  # every tool call attested by the inference gateway (axis A-attested)
 
 
 class ScorePolicy(Frozen):
@@ -44,6 +47,9 @@ class ScorePolicy(Frozen):
     z: float = 1.96
     power: float = 1.0
     burn_share: float = 0.0
+    # What an episode whose calls are not all attested (axis other than A-attested) counts of its
+    # score. 1.0, the default: attestation is not rewarded, only recorded (docs/judging.md says why).
+    unattested_factor: float = 1.0
 
     @model_validator(mode="after")
     def _meaningful(self) -> ScorePolicy:
@@ -55,6 +61,8 @@ class ScorePolicy(Frozen):
             raise ValueError("power must be finite and > 0")
         if not 0.0 <= self.burn_share <= 1.0:
             raise ValueError("burn_share must be within [0, 1]")
+        if not 0.0 <= self.unattested_factor <= 1.0:
+            raise ValueError("unattested_factor must be within [0, 1]")
         return self
 
 
@@ -92,7 +100,7 @@ def standings(samples: Iterable[ScoreSample], policy: ScorePolicy) -> dict[str, 
     result: dict[str, MinerStanding] = {}
     for hotkey in sorted(per_hotkey):
         recent = sorted(per_hotkey[hotkey], key=lambda s: s.order)[-policy.window :]
-        values = [_clamp(s.score) for s in recent]
+        values = [_clamp(s.score) * (1.0 if s.attested else policy.unattested_factor) for s in recent]
         n = len(values)
         mean = sum(values) / n
         lower = wilson_lower_bound(mean, n, policy.z) if n >= policy.min_samples else 0.0
