@@ -269,6 +269,7 @@ def _logged_upstream(named: str) -> str:
 
 __all__ = [
     "COMPLETIONS_PATH",
+    "ERROR_TYPE",
     "HEADER_UPSTREAM",
     "HEADER_UPSTREAM_KEY",
     "INFERENCE_PREFIX",

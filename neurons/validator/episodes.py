@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
+from arena.inference import InferenceExchange
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.duplicates import FirstArrivals, credited_once, work_hash
@@ -98,6 +99,7 @@ class Held:
     started: datetime
     finished: datetime
     log: Sequence[ToolLogEntry]
+    inference: Sequence[InferenceExchange] = ()
 
 
 def refusal_quorum(miners: int) -> int:
@@ -181,15 +183,18 @@ class Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
+        inference = self.deps.registry.inference_log(episode_id)
         if reply.cause == "refused_us":
             await self._claimed(miner, reply)
-            return Held(miner, task, reply, episode_id, started, finished, log)
-        return await self._finish(miner, task, reply, episode_id, started, finished, log)
+            return Held(miner, task, reply, episode_id, started, finished, log, inference)
+        return await self._finish(miner, task, reply, episode_id, started, finished, log, inference)
 
     async def settle(self, held: Held) -> Judgment:
         """Judge and store a held reply as the claimant's own fault (the round was not stopped)."""
         h = held
-        return await self._finish(h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log)
+        return await self._finish(
+            h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log, h.inference
+        )
 
     async def _finish(
         self,
@@ -200,6 +205,7 @@ class Episodes:
         started: datetime,
         finished: datetime,
         log: Sequence[ToolLogEntry],
+        inference: Sequence[InferenceExchange] = (),
     ) -> Judgment:
         judgment = await self._judge(task, reply, episode_id, log)
         # Only work that earns credit claims it: a copy that is zero anyway cannot take it.
@@ -230,7 +236,7 @@ class Episodes:
         )
         credited = False
         try:
-            judgment = await self._store(record, reply.trajectory, log, judgment, task)
+            judgment = await self._store(record, reply.trajectory, log, judgment, task, inference)
             credited = judgment.score > 0
         finally:
             if work is not None and first is None:
@@ -299,15 +305,16 @@ class Episodes:
         log: Sequence[ToolLogEntry],
         judgment: Judgment,
         task: Task,
+        inference: Sequence[InferenceExchange] = (),
     ) -> Judgment:
-        """Store the judged episode; return the judgment stored.
+        """Store the judged episode (with its gateway exchanges); return the judgment stored.
 
         Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
         past every door) is the miner's fault, never a silent drop: the episode is stored as
         ``malformed`` with a zero judgment, its tool log kept with such text escaped.
         """
         try:
-            await self._write(record, trajectory, log, judgment, task)
+            await self._write(record, trajectory, log, judgment, task, inference)
         except UnstorableContent as exc:
             logger.warning(
                 "episode_unstorable round=%d uid=%s task=%s error=%s",
@@ -325,7 +332,7 @@ class Episodes:
                 detail="its trajectory or tool log holds text that cannot be stored",
             )
             malformed = record.model_copy(update={"end": "malformed"})
-            await self._write(malformed, None, repository.storable_log(log), judgment, task)
+            await self._write(malformed, None, repository.storable_log(log), judgment, task, inference)
         return judgment
 
     async def _write(
@@ -335,6 +342,7 @@ class Episodes:
         log: Sequence[ToolLogEntry],
         judgment: Judgment,
         task: Task,
+        inference: Sequence[InferenceExchange],
     ) -> None:
         def write() -> bool:
             with self.deps.sessions() as session:
@@ -345,6 +353,7 @@ class Episodes:
                     tool_log=log,
                     judgment=judgment,
                     task=task,
+                    inference_log=inference,
                 )
 
         async def attempt() -> bool:

@@ -107,7 +107,9 @@ class FakeTools:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         self.calls.append((name, arguments))
         if name == "find_product":
             return ToolResult(content=json.dumps(HITS))
