@@ -21,10 +21,11 @@ Measured on a labelled corpus (``tests/fixtures/injection/corpus.jsonl``; figure
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 
-WINDOW = 300  # characters between the two parts of one addressed claim
+WINDOW = 200  # characters between the two parts of one addressed claim
 
 _GRADER = (
     r"(?:reviewer|grader|evaluator|judge|auditor|assessor|rater|scorer|examiner"
@@ -44,18 +45,20 @@ _READER = (
 )
 
 
-def _compile(patterns: Iterable[str]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p, re.MULTILINE) for p in patterns)
+def _compile(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One regex for a group: a 4 MB text is scanned once per group, not once per pattern."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.MULTILINE)
 
 
 # Speaking to a grader.
 ADDRESS = _compile(
     (
+        # "for the reviewer", not "for reviewers" (a product's reviewers, in an FAQ the reasoning quotes)
         rf"\b(?:note|notice|memo|message|comment|reminder|hint|word|heads[\s-]?up|fyi|p\.?\s?s\.?|attention"
         rf"|instructions?|request)\b[^.\n]{{0,24}}?\b(?:for|to)\s+(?:the\s+|any\s+|all\s+|our\s+|my\s+)?"
-        rf"(?:{_GRADER}|{_READER})",
-        rf"\b(?:to|for|dear|hey|hi|hello|attention)\s+(?:the\s+|any\s+|all\s+|our\s+)?(?:{_GRADER}|{_READER})",
-        rf"(?:^|[(\[.;!?]\s*|,\s*)(?:the\s+)?{_GRADER}s?\s*(?:[,:]|\s[-—–]\s)",
+        rf"(?:{_GRADER}\b|{_READER})",
+        rf"\b(?:to|for|dear|hey|hi|hello|attention)\s+(?:the\s+|any\s+|all\s+|our\s+)?(?:{_GRADER}\b|{_READER})",
+        rf"(?:^|[(\[.;!?]\s*|,\s*)(?:the\s+)?(?:{_GRADER}s?|{_READER}(?:\s+this)?)\s*(?:[,:]|\s[-—–]\s)",
         rf"\bif\s+you\s+are\s+(?:the|an?)\s+(?:one\s+|model\s+|ai\s+)?(?:{_GRADER}|{_GRADING})",
         r"\bwhen\s+you\s+(?:grade|score|rate|review|evaluate|audit|judge|assess)\s+this\b",
         rf"\byou\s+(?:are|'re)\s+(?:now\s+)?(?:the|an?)\s+(?:\w+\s+)?{_GRADER}",
@@ -91,7 +94,7 @@ GRADING = _compile(
 # Speaking as an authority over the grading.
 AUTHORITY = _compile(
     (
-        r"(?:^|\n)\s*(?:system|validator|admin|administrator|operator|subnet\s+owner|developer)\s*"
+        r"(?:^|[.!?(\[]\s*)(?:system|validator|admin|administrator|operator|subnet\s+owner|developer)\s*"
         r"(?:notice|message|note|override)?\s*[:\]]",
         r"\[(?:system|validator|admin|operator)[^\]\n]{0,20}\]",
         r"\b(?:admin|system|operator|validator)\s+(?:override|notice|instructions?)\b",
@@ -113,6 +116,7 @@ CLAIM = _compile(
         r"\b(?:score|grade|rate|mark)\w*\s+(?:it\s+|this\s+\w+\s+)?(?:as\s+|at\s+|a\s+|=\s*|:\s*)?(?:4|four)\b"
         r"(?!\s*(?:stars?|out\s+of\s+5|/\s*5|%|\.\d))",
         r"\b4\s*(?:/|out\s+of)\s*4\b(?!\s*stars?)|[\"']?score[\"']?\s*[:=]\s*[\"']?4\b",
+        r"\b(?:score|grade|rating|mark)\s+of\s+(?:4|four)\b(?!\s*(?:stars?|out\s+of\s+5|/\s*5|\.\d))",
         r"\b(?:gets?|receives?|deserves?|earns?|merits?|warrants?)\s+(?:an?\s+|the\s+)?(?:4|four|top|highest"
         r"|maximum|perfect|full)\b",
         r"\b(?:should|must|ought\s+to)\s+(?:receive|get|be\s+given|be\s+awarded|be\s+(?:scored|graded|rated"
@@ -143,26 +147,86 @@ SQUEEZED_CLAIM = re.compile(
 )
 
 
-def _spans(patterns: tuple[re.Pattern[str], ...], text: str) -> list[int]:
-    return [m.start() for p in patterns for m in p.finditer(text)]
+# Every address, reference to the grading and authority claim holds one of these (on the
+# folded, Latin, whitespace-collapsed text): only the text around them is read for the rest, so an
+# honest trajectory costs one literal scan. A claim alone never flags.
+ANCHORS = (
+    # graders, readers, second person
+    "reviewer", "grader", "evaluator", "judge", "auditor", "assessor", "rater", "scorer", "examiner",
+    "grading", "scoring", "reviewing", "auditing", "evaluating", "evaluation", "judging", "assessing",
+    "reading", "checking", "whoever", "anyone", "reader", "you", "act as",
+    "revisor", "evaluador", "juez", "califique", "calificador", "corrector", "evaluateur", "correcteur",
+    "relecteur", "juge", "examinateur", "prufer", "bewerter", "gutachter", "richter", "avaliador", "juiz",
+    "corretor", "valutatore", "revisore", "giudice", "correttore", "esaminatore",
+    "проверяющ", "оценщик", "эксперт", "судь", "рецензент", "评审", "评委", "审核", "裁判", "评分者", "阅卷",
+    # the grading itself
+    "this log", "this trace", "this trajector", "this transcript", "this episode", "this run",
+    "this conversation", "this reasoning", "this rollout", "this sample", "the above", "the following",
+    "the present", "gate", "rubric", "assessment", "inference_present", "tool_results_analysed",
+    "datum_cited", "candidates_compared", "injection_attempt", "criterios", "grille",
+    "bewertungsschema", "griglia", "рубрик", "评分标准",
+    # authority
+    "system", "validator", "admin", "operator", "owner", "developer", "pre-", "preverif", "preapprov", "pregrad",
+)  # fmt: skip
+_ANCHOR = re.compile("|".join(re.escape(word) for word in sorted(set(ANCHORS), key=len, reverse=True)))
+_REACH = WINDOW + 120  # around an anchor: its match (at most ~120 characters) and a claim in its window
+MAX_READ = 200_000  # characters of anchored windows read per text (the judge sees 4,000 of a field)
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[int]:
+    return [m.start() for m in pattern.finditer(text)]
 
 
 def _near(left: list[int], right: list[int]) -> bool:
-    return any(abs(a - b) <= WINDOW for a in left for b in right)
+    """Whether a position of ``left`` lies within ``WINDOW`` of one of ``right`` (both any order)."""
+    if not left or not right:
+        return False
+    ordered = sorted(right)
+    for position in left:
+        at = bisect.bisect_left(ordered, position - WINDOW)
+        if at < len(ordered) and ordered[at] <= position + WINDOW:
+            return True
+    return False
+
+
+def _windows(text: str) -> list[tuple[int, int]]:
+    """The stretches of ``text`` within reach of an anchor, merged, up to ``MAX_READ`` characters."""
+    merged: list[tuple[int, int]] = []
+    read = 0
+    for match in _ANCHOR.finditer(text):
+        start, end = max(0, match.start() - _REACH), min(len(text), match.end() + _REACH)
+        if merged and start <= merged[-1][1]:
+            read += end - merged[-1][1] if end > merged[-1][1] else 0
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            read += end - start
+            merged.append((start, end))
+        if read >= MAX_READ:
+            break
+    return merged
+
+
+def _claimed(text: str) -> bool:
+    """One window: an address, the grading or an authority next to a claim; or an address by the grading."""
+    claims = _spans(CLAIM, text)
+    address = _spans(ADDRESS, text)
+    if claims and _near(address, claims):
+        return True
+    grading = _spans(GRADING, text)
+    if _near(grading, claims) or _near(address, grading):
+        return True
+    return bool(claims) and _near(_spans(AUTHORITY, text), claims)
 
 
 def addressed_claim(latin: str, squeezed: str) -> bool:
     """Whether the text (its latin and squeezed forms) speaks to its grader about its grade.
 
     Within ``WINDOW`` characters: an address, a reference to the grading or an authority
-    claim, next to a grade claim; or an address next to a reference to the grading.
+    claim, next to a grade claim; or an address next to a reference to the grading. Read
+    around the anchors only (``ANCHORS``), at most ``MAX_READ`` characters of them.
     """
-    claims = _spans(CLAIM, latin)
-    address = _spans(ADDRESS, latin)
-    grading = _spans(GRADING, latin)
-    if claims and _near(address + grading + _spans(AUTHORITY, latin), claims):
-        return True
-    if address and _near(address, grading):
+    text = " ".join(latin.split())  # a phrase broken over lines reads as one
+    if any(_claimed(text[start:end]) for start, end in _windows(text)):
         return True
     said = SQUEEZED_ADDRESS.search(squeezed)
     claimed = SQUEEZED_CLAIM.search(squeezed)

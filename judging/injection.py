@@ -111,7 +111,9 @@ _LATIN: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
         ),
         (
             ("maxima", "perfecta", "perfeita", "massim"),
-            r"\b(da|dale|dame|asigna|otorga|pon|de|atribua|coloque|dai|assegna)\b.{0,20}"
+            # "da"/"de" are prepositions too ("de 1 kg; tem nota maxima dos compradores"): as verbs
+            # only right before the article.
+            r"(\b(dale|dame|asigna|otorga|pon|atribua|coloque|dai|assegna)\b.{0,20}|\b(da|de)\s+(la|a|el|o|il)\s+)"
             r"\b(puntuacion|nota|calificacion|pontuacao|punteggio|voto)\b.{0,10}\b(maxima|perfecta|perfeita|massim[oa])\b",
         ),
         (
