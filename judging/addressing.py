@@ -166,7 +166,8 @@ ANCHORS = (
     "datum_cited", "candidates_compared", "injection_attempt", "criterios", "grille",
     "bewertungsschema", "griglia", "рубрик", "评分标准",
     # authority
-    "system", "validator", "admin", "operator", "owner", "developer", "pre-", "preverif", "preapprov", "pregrad",
+    "system", "validator", "admin", "operator", "owner", "developer",
+    "pre-", "preverif", "preapprov", "pregrad",
 )  # fmt: skip
 _ANCHOR = re.compile("|".join(re.escape(word) for word in sorted(set(ANCHORS), key=len, reverse=True)))
 _REACH = WINDOW + 120  # around an anchor: its match (at most ~120 characters) and a claim in its window
