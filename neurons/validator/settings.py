@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
 
 from arena.gateway import GatewayLimits
 from arena.httpguard import AddressPolicy, address_policy
@@ -182,6 +182,15 @@ RENAMED: dict[str, tuple[str, str]] = {
 }
 
 
+def _networks(value: tuple[str, ...]) -> tuple[str, ...]:
+    for entry in value:
+        ipaddress.ip_network(entry, strict=False)  # ValueError unless a network: 10.0.0.0/8, fd00::/8
+    return value
+
+
+Networks = Annotated[tuple[str, ...], AfterValidator(_networks)]
+
+
 _GATEWAY = GatewayLimits()  # the gateway's defaults, written once in arena.gateway
 
 
@@ -195,7 +204,7 @@ class GatewaySettings(Section):
     """
 
     enabled: bool = Field(default=True, description="Offer the inference gateway to miners' agents.")
-    upstream_networks: tuple[str, ...] = Field(
+    upstream_networks: Networks = Field(
         default=(), description="Non-global networks the gateway may forward to, e.g. 127.0.0.0/8 (none)."
     )
     max_request_bytes: int = Field(
@@ -213,13 +222,6 @@ class GatewaySettings(Section):
     max_concurrent: int = Field(
         default=_GATEWAY.max_concurrent, ge=1, le=4096, description="Upstream requests in flight at once."
     )
-
-    @field_validator("upstream_networks")
-    @classmethod
-    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in value:
-            ipaddress.ip_network(entry, strict=False)  # e.g. 127.0.0.0/8 or 10.0.0.0/8
-        return value
 
     def limits(self) -> GatewayLimits:
         """The gateway's limits."""
@@ -294,7 +296,7 @@ class ValidatorSettings(NeuronSettings):
         default=None, description="Export directory (default: <data dir>/exports)."
     )
     # A private testnet's ranges, e.g. "10.0.0.0/8"; elsewhere only global addresses are queried.
-    miner_networks: tuple[str, ...] = Field(
+    miner_networks: Networks = Field(
         default=(), description="Non-global networks whose miner addresses are queried anyway (not on local)."
     )
 
@@ -323,13 +325,6 @@ class ValidatorSettings(NeuronSettings):
     def _known_toolset(cls, value: str) -> str:
         if value not in TOOLSETS:
             raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}")
-        return value
-
-    @field_validator("miner_networks")
-    @classmethod
-    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in value:
-            ipaddress.ip_network(entry, strict=False)  # e.g. 10.0.0.0/8 or fd00::/8
         return value
 
     @field_validator("toolserver_url")

@@ -14,6 +14,17 @@ from storage.repository import iter_judged, save_judged, save_tasks, score_sampl
 from tests.storage.factories import Trace, hotkey, make_task, make_trace
 
 
+def _save(session: Session, trace: Trace, **extra: Any) -> None:
+    save_judged(
+        session,
+        episode=trace.episode,
+        trajectory=trace.trajectory,
+        tool_log=trace.tool_log,
+        judgment=trace.judgment,
+        **extra,
+    )
+
+
 def _with_reasoning(trace: Trace, **verdict: Any) -> Trace:
     data = trace.judgment.model_dump() | {"reasoning": ReasoningVerdict(**verdict), "content_hash": ""}
     return Trace(trace.episode, trace.trajectory, trace.tool_log, Judgment.model_validate(data))
@@ -36,13 +47,7 @@ def test_outage_judgments_leave_the_window_and_older_ones_fill_it(session: Sessi
     ]
     assert [t.judgment.reasoning_outage for t in traces] == [False, False, False, True, True, True]
     for trace in traces:
-        save_judged(
-            session,
-            episode=trace.episode,
-            trajectory=trace.trajectory,
-            tool_log=trace.tool_log,
-            judgment=trace.judgment,
-        )
+        _save(session, trace)
     everything = score_samples(session, window=3)
     assert [s.score for s in everything] == [t.judgment.score for t in traces[-3:]]
     kept = score_samples(session, window=3, exclude_reasoning_outages=True)
@@ -105,22 +110,9 @@ def test_gateway_faults_leave_the_window_and_attested_episodes_are_marked(sessio
             started_at=at,
             finished_at=at,
         )
-        save_judged(
-            session,
-            episode=trace.episode,
-            trajectory=trace.trajectory,
-            tool_log=trace.tool_log,
-            judgment=trace.judgment,
-            inference_log=[exchange],
-        )
+        _save(session, trace, inference_log=[exchange])
     plain = make_trace(710, task=task, miner=0, score=0.5)
-    save_judged(
-        session,
-        episode=plain.episode,
-        trajectory=plain.trajectory,
-        tool_log=plain.tool_log,
-        judgment=plain.judgment,
-    )
+    _save(session, plain)
     everything = score_samples(session, window=10)
     assert [s.attested for s in everything] == [True, True, True, plain.judgment.axis == "A-attested"]
     kept = score_samples(session, window=10, exclude_gateway_faults=True)
