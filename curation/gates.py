@@ -68,7 +68,7 @@ class CurationConfig:
         axes: axis labels the imitation sets take as they are (stage 4); B traces neither taken
             nor converted go aside to ``axis_b.jsonl``; other labels not taken are dropped.
             ``A`` takes ``A-attested`` traces too (A with proof); ``("A-attested",)`` requires
-            the proof (``arena curate --axes A-attested``).
+            the proof (``arena curate --axis A-attested``).
         convert_axes: axis labels whose traces the conversion stage rewrites into agentic
             trajectories (``curation.conversion``) when the run has a converter (a search index);
             empty turns conversion off. A label in ``axes`` is taken as it is, never converted.
