@@ -73,8 +73,8 @@ TOOLSERVER_REQUESTS = Counter(
 )
 GATEWAY_EXCHANGES = Counter(
     "arena_gateway_exchanges_total",
-    "Requests through the inference gateway, by outcome (ok, refused, upstream_error, gateway_error).",
-    ["outcome"],
+    "Requests through the inference gateway, by result (ok, refused, upstream_error, gateway_error).",
+    ["result"],
 )
 ATTESTED_CALLS = Counter(
     "arena_attested_tool_calls_total", "Tool calls attested by the inference gateway's completions."
