@@ -89,6 +89,9 @@ ADDRESS_CAUSES: tuple[AddressCause, ...] = (
     "reserved",
 )
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 
 
 @dataclass(frozen=True)
@@ -109,16 +112,36 @@ def address_policy(allowed: Sequence[str] = (), *, any_address: bool = False) ->
     return AddressPolicy(any_address=any_address, allowed=networks)
 
 
+def reached(address: IpAddress) -> IpAddress:
+    """The address a packet to ``address`` reaches: the IPv4 one an IPv6 address embeds, or itself."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return address
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)  # 64:ff9b::a00:1 reaches 10.0.0.1
+    if address.sixtofour is not None:
+        return address.sixtofour  # 2002:a00:1:: reaches 10.0.0.1
+    return address
+
+
 def address_refusal(host: str, policy: AddressPolicy) -> AddressCause | None:
-    """Why the validator will not connect to ``host`` (an IP literal), or None when it will."""
+    """Why the validator will not connect to ``host`` (an IP literal), or None when it will.
+
+    An IPv6 address that carries an IPv4 one is judged by the IPv4 address it reaches
+    (IPv4-mapped, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``); the local-use NAT64 prefix
+    ``64:ff9b:1::/48`` (RFC 8215) is private by definition.
+    """
     try:
         address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
     except ValueError:
         return "not_an_ip"  # names are resolved first, by the caller; anything else is refused
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
-    if policy.any_address or any(address in network for network in policy.allowed):
+    target = reached(address)
+    if policy.any_address or any(a in net for a in (address, target) for net in policy.allowed):
         return None
+    if address in NAT64_LOCAL:
+        return "private"
+    address = target
     if address.is_unspecified:
         return "unspecified"
     if address.is_loopback:

@@ -26,16 +26,19 @@ from storage.db import write_transaction
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
     close_round,
+    commit_recorded,
+    confirm_submission,
     get_round,
     last_round,
     last_successful_weights,
     latest_scores,
     open_round,
-    pending_reveal,
+    pending_reveals,
     record_reveal,
     record_scores,
     record_weight_submission,
     score_history,
+    unconfirmed_submission,
     weight_history,
 )
 from storage.mapping import (
@@ -79,7 +82,10 @@ __all__ = [
     "latest_scores",
     "mark_served",
     "open_round",
-    "pending_reveal",
+    "pending_reveals",
+    "unconfirmed_submission",
+    "commit_recorded",
+    "confirm_submission",
     "pool_counts",
     "record_reveal",
     "record_scores",
@@ -106,6 +112,7 @@ def save_judged(
     judgment: Judgment,
     task: Task | None = None,
     inference_log: Sequence[InferenceExchange] = (),
+    work: str | None = None,
 ) -> bool:
     """Store an episode, its tool log, its gateway exchanges and its judgment in one transaction.
 
@@ -122,6 +129,8 @@ def save_judged(
         judgment: the verdict on the episode.
         task: optionally, the episode's task, inserted if not stored yet.
         inference_log: the episode's exchanges through the inference gateway, in ``seq`` order.
+        work: the work a scored round episode did (``judging.duplicates.work_hash``), which the
+            weights read to share credit between copies; None keeps the episode's own credit.
 
     Returns:
         True if written now, False if exactly this content was already stored.
@@ -157,7 +166,7 @@ def save_judged(
             _require_references(session, episode, task)
             now = datetime.now(UTC)
             # Flushed in dependency order; any failure rolls back the whole episode.
-            session.add(episode_to_row(episode, wire, content_hash=episode_hash, now=now))
+            session.add(episode_to_row(episode, wire, content_hash=episode_hash, now=now, work=work))
             session.flush()
             session.add_all([log_to_row(entry) for entry in tool_log])
             session.add_all([exchange_to_row(exchange) for exchange in inference_log])

@@ -8,6 +8,12 @@ are queried; a private testnet names its ranges in an explicit allowlist
 (``ValidatorSettings.miner_networks``); the local network (every process on one host) allows
 all. A refused miner is not queried at all: it is left out of the round like one that serves
 nothing (``arena_miner_endpoint_refusals_total{cause}`` counts them, once per round each).
+
+An IPv6 address that carries an IPv4 one is judged by the IPv4 address it reaches: IPv4-mapped
+(``::ffff:a.b.c.d``), NAT64 (``64:ff9b::/96``, which a NAT64 gateway in the validator's network
+forwards to the embedded address) and 6to4 (``2002::/16``). The local-use NAT64 prefix
+``64:ff9b:1::/48`` (RFC 8215) is private by definition. The guard itself is
+``arena.httpguard.address_refusal``: the inference gateway checks its upstreams with it.
 """
 
 from __future__ import annotations
@@ -23,7 +29,6 @@ from neurons.chain.chaintypes import MetagraphSnapshot
 
 logger = logging.getLogger(__name__)
 
-# The guard itself is arena's (``arena.httpguard``): the inference gateway checks its upstreams with it.
 EndpointCause = AddressCause
 ENDPOINT_CAUSES = ADDRESS_CAUSES
 EndpointPolicy = AddressPolicy

@@ -72,8 +72,16 @@ class Rig:
         return await self.net.chain("validator").snapshot()
 
 
-async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str, Agent]) -> None:
-    """Serve each named miner's agent on loopback, its endpoint served on the local chain."""
+async def serve_miners(
+    stack: AsyncExitStack,
+    net: LocalNet,
+    agents: Mapping[str, Agent],
+    configs: Mapping[str, MinerAppConfig] | None = None,
+) -> None:
+    """Serve each named miner's agent on loopback, its endpoint served on the local chain.
+
+    ``configs`` gives a miner's app settings by name (default ``MinerAppConfig()``).
+    """
     for name, agent in agents.items():
         sock = free_socket()
         port = sock.getsockname()[1]
@@ -85,7 +93,8 @@ async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str
             agent=agent,
             metagraph=chain.snapshot,
             nonce_store=make_nonce_store(),
-            config=MinerAppConfig(),  # the metagraph is read once before serving, then every 30 s
+            # The metagraph is read once before serving, then every metagraph_ttl (30 s).
+            config=(configs or {}).get(name, MinerAppConfig()),
         )
         await stack.enter_async_context(serve_app(app, sock))
 
@@ -101,6 +110,7 @@ async def running_rig(
     judge_config: JudgeConfig | None = None,
     client: Any = None,
     gateway: GatewayLimits | None = None,
+    miner_configs: Mapping[str, MinerAppConfig] | None = None,
     **config: Any,
 ) -> AsyncIterator[Rig]:
     """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server.
@@ -110,7 +120,7 @@ async def running_rig(
     """
     registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog(), inference=MeteredInferenceLog())
     async with AsyncExitStack() as stack:
-        await serve_miners(stack, net, agents)
+        await serve_miners(stack, net, agents, miner_configs)
         inference = Gateway(registry, address_policy(["127.0.0.0/8"]), gateway) if gateway else None
         if inference is not None:
             stack.push_async_callback(inference.aclose)

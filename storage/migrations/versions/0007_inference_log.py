@@ -1,7 +1,7 @@
 """The inference gateway's record: table ``inference_log`` (one row per exchange of an episode).
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-05
 
 The validator's inference gateway (``arena.gateway``) forwards an episode's chat-completion
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | None = None
 depends_on: str | None = None
 
