@@ -145,11 +145,14 @@ async def test_an_upstream_on_loopback_is_refused_unless_allowed(fixture_index: 
         by_address = await rig.complete()
         by_name = await rig.complete(**{HEADER_UPSTREAM: rig.upstream.url.replace("127.0.0.1", "localhost")})
         metadata = await rig.complete(**{HEADER_UPSTREAM: "http://169.254.169.254/latest"})
-    for response in (by_address, by_name, metadata):
+        nat64 = await rig.complete(
+            **{HEADER_UPSTREAM: "http://[64:ff9b::7f00:1]:8000/v1"}
+        )  # reaches 127.0.0.1
+    for response in (by_address, by_name, metadata, nat64):
         assert response.status_code == 403 and response.json()["error"]["code"] == "upstream_refused"
     assert rig.upstream.seen == []
     exchanges = rig.registry.inference_log(rig.episode_id)
-    assert [e.outcome for e in exchanges] == ["refused"] * 3
+    assert [e.outcome for e in exchanges] == ["refused"] * 4
 
 
 @pytest.mark.parametrize(
