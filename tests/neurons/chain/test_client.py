@@ -73,6 +73,25 @@ async def test_a_block_hash_is_read_only_once_the_block_exists(net: LocalNet) ->
     assert future is not None and future != past
 
 
+class _Unfinal(LocalSdkSubstrate):
+    """A node whose finality lags its best head by three blocks (as GRANDPA lags on finney)."""
+
+    async def finalized_block_number(self) -> int:
+        return await self.block_number() - 3
+
+
+async def test_a_seed_block_hash_is_read_only_once_the_block_is_final(net: LocalNet) -> None:
+    substrate = _Unfinal(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, connect=False)
+    net.clock.advance(12.0 * 10)
+    head = await chain.block()
+    # A block the best head holds but finality does not may still be reorganised away: two
+    # validators could then seed different worlds from one round.
+    assert await chain.block_hash(head) is None
+    assert await chain.block_hash(head - 2) is None
+    assert await chain.block_hash(head - 3) == await substrate.block_hash(head - 3)
+
+
 async def test_weight_rules_are_read_from_chain(make_net: Callable[..., LocalNet]) -> None:
     net = make_net(
         tempo=30, weights_rate_limit=7, weights_version=3, min_allowed_weights=2, reveal_period_epochs=2
