@@ -26,7 +26,7 @@ from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 
 
 async def _answer(request: AgentRequest, call_tool: ToolCaller, product_ids: Sequence[str]) -> AgentOutput:
-    """Search the request, view and recommend ``product_ids`` (none: the top hit, as the guesser does), stop."""
+    """Search the request, view and recommend ``product_ids`` (none: the top hit, as a guesser does)."""
     messages = [Message(role="system", content="shop"), Message(role="user", content=request.query)]
 
     async def call(name: str, arguments: dict[str, object]) -> str:

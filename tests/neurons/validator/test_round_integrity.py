@@ -9,6 +9,7 @@ equal per-task scores mean the attack added nothing.
 from __future__ import annotations
 
 from pathlib import Path
+
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.types import Task
