@@ -34,6 +34,7 @@ from bittensor.intents import ServeAxon, SetWeights
 from neurons import metrics
 from neurons.chain.chaintypes import (
     ChainClock,
+    ChainCommitment,
     MetagraphSnapshot,
     OnChainWeights,
     Submission,
@@ -154,19 +155,82 @@ class BittensorChain:
         return await self._run("block", self._client.block, self._read_timeout)
 
     async def block_hash(self, block: int) -> str | None:
-        """The hash of ``block`` (``0x`` hex), or None while the chain has not produced it yet.
+        """The hash of ``block`` (``0x`` hex), or None while the block is not final yet.
 
-        The head is read first: a node (the local chain too) may answer a header for a future
-        number, and a world seed must never come from a block that does not exist yet.
+        The finalised head is read first: a block above it may still be reorganised away (two
+        validators would then seed different worlds from one round), and a node (the local chain
+        too) may answer a header for a number it has not produced at all.
         """
 
         async def read() -> str | None:
-            if block > await self._client.block():
+            if block > await self._client.finalized_block():
                 return None
             info = await self._client.block_info(block)
             return None if info is None or not info.hash else str(info.hash)
 
         return await self._run("block_hash", read, self._read_timeout)
+
+    async def commitment(self, hotkey: str, *, block: int | None = None) -> ChainCommitment | None:
+        """``hotkey``'s commitment on our subnet at ``block`` (default: the head); None: it has none.
+
+        A read at an old block needs a node that kept that block's state: the SDK retries a
+        pruned read on the network's archive endpoints.
+        """
+
+        async def read() -> ChainCommitment | None:
+            at = await self._client.at(block)
+            found = await at.identity.commitment(self._netuid, hotkey)
+            if found is None:
+                return None
+            text, published = str(found.data), int(found.block)
+            return ChainCommitment(hotkey=hotkey, text=text, block=published, read_at=at.block)
+
+        return await self._run("commitment", read, self._read_timeout)
+
+    async def set_commitment(self, text: str) -> Submission:
+        """Publish ``text`` (at most 128 utf-8 bytes, one ``Raw`` field) as our commitment on the subnet.
+
+        Signed by our hotkey (the pallet keys commitments by the signer); a refusal is returned.
+
+        Raises:
+            ValueError: ``text`` is longer than one field holds.
+            ChainUnavailable: the chain could not be reached; the outcome is unknown.
+        """
+        data = text.encode("utf-8")
+        if len(data) > 128:
+            raise ValueError(f"a commitment field holds 128 bytes, not {len(data)}")
+        # One Raw<N> field; the tuple level is the BoundedVec's, as the SCALE codec composes it.
+        call = bt.calls.Commitments.set_commitment(
+            netuid=self._netuid, info={"fields": [[{f"Raw{len(data)}": "0x" + data.hex()}]]}
+        )
+
+        async def submit() -> Submission:
+            try:
+                result = await self._client.submit_call(
+                    call,
+                    self._wallet,
+                    signer="hotkey",
+                    wait_for_inclusion=True,
+                    wait_for_finalization=self._finalize,
+                )
+            except (bt.RpcConnectionError, bt.ConnectionNotReady):
+                raise
+            except bt.BittensorError as exc:
+                return Submission(success=False, message=str(exc), code=error_code(exc))
+            return submission_of(result)
+
+        submission = await self._run("set_commitment", submit, self._write_timeout, signs=True)
+        level = logging.INFO if submission.success else logging.WARNING
+        logger.log(
+            level,
+            "set_commitment success=%s block=%s code=%s bytes=%d message=%s",
+            submission.success,
+            submission.block,
+            submission.code,
+            len(data),
+            submission.message,
+        )
+        return submission
 
     async def clock(self) -> ChainClock:
         """The head block's ``Timestamp.Now`` (milliseconds on chain, seconds here) and the block interval."""
