@@ -53,6 +53,7 @@ from storage.traces import (
     episodes_for_hotkey_window,
     get_judged,
     iter_judged,
+    judged_in_world,
     judged_since,
     score_samples,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "get_task",
     "get_tasks",
     "iter_judged",
+    "judged_in_world",
     "judged_since",
     "last_round",
     "last_successful_weights",

@@ -59,7 +59,7 @@ class BittensorChain:
     def __init__(
         self,
         substrate: bt.Substrate,
-        wallet: Wallet,
+        wallet: Wallet | None,
         netuid: int,
         *,
         network: str = "local",
@@ -70,13 +70,15 @@ class BittensorChain:
     ) -> None:
         """An SDK client over ``substrate``; with ``connect`` it connects at the first call (timed).
 
+        Without a wallet it only reads (``open_reader``): a call that signs raises ``ValueError``.
+
         ``network`` labels the client (explorer links); the substrate decides where calls go.
         """
         self._substrate = substrate
         self._client = bt.Client(network, substrate=substrate)
         self._wallet = wallet
         self._netuid = netuid
-        self._hotkey = hotkey_of(wallet)
+        self._hotkey = hotkey_of(wallet) if wallet is not None else ""
         self._read_timeout = read_timeout
         self._write_timeout = write_timeout
         self._connected = not connect
@@ -95,7 +97,13 @@ class BittensorChain:
 
     @property
     def wallet(self) -> Wallet:
-        """Our wallet, for signing requests."""
+        """Our wallet, for signing requests.
+
+        Raises:
+            ValueError: a reader's chain (``open_reader``) has no wallet.
+        """
+        if self._wallet is None:
+            raise ValueError("this chain client only reads: it was opened without a wallet")
         return self._wallet
 
     def _forget_nonce(self) -> None:
@@ -208,7 +216,7 @@ class BittensorChain:
             try:
                 result = await self._client.submit_call(
                     call,
-                    self._wallet,
+                    self.wallet,
                     signer="hotkey",
                     wait_for_inclusion=True,
                     wait_for_finalization=self._finalize,
@@ -305,7 +313,7 @@ class BittensorChain:
                     version_key=version_key,
                 )
                 result = await self._client.execute(
-                    intent, self._wallet, wait_for_inclusion=True, wait_for_finalization=self._finalize
+                    intent, self.wallet, wait_for_inclusion=True, wait_for_finalization=self._finalize
                 )
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
                 raise
@@ -365,7 +373,7 @@ class BittensorChain:
             try:
                 result = await self._client.execute(
                     ServeAxon(netuid=self._netuid, ip=str(address), port=port),
-                    self._wallet,
+                    self.wallet,
                     wait_for_finalization=False,
                 )
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
@@ -426,6 +434,32 @@ def open_chain(
         write_timeout=write_timeout,
         connect=False,
     )
+
+
+def open_reader(
+    network: str,
+    netuid: int,
+    *,
+    local_chain_path: Path | None = None,
+    read_timeout: float = 30.0,
+    clock: Callable[[], float] = time.time,
+) -> BittensorChain:
+    """A chain client that only reads (no wallet): for an auditor, who holds no key on the subnet.
+
+    Raises:
+        ValueError: unknown network name, or ``local`` without ``local_chain_path``.
+        LocalChainError: the local chain file is missing or holds another subnet.
+    """
+    if network != "local":
+        return BittensorChain(
+            rpc_substrate(network), None, netuid, network=network, read_timeout=read_timeout
+        )
+    if local_chain_path is None:
+        raise ValueError("--network local needs the local chain file (local_chain_path)")
+    local = LocalChain(local_chain_path, clock=clock)
+    if local.config.netuid != netuid:
+        raise LocalChainError(f"{local_chain_path} holds subnet {local.config.netuid}, not {netuid}")
+    return BittensorChain(LocalSdkSubstrate(local), None, netuid, read_timeout=read_timeout, connect=False)
 
 
 def rpc_substrate(network: str) -> bt.RpcSubstrate:

@@ -15,7 +15,7 @@ from arena.tools import ToolContext
 from arena.types import Task
 from arena.world.compile import compile_world
 from arena.world.pack import load_pack, make_pack, save_pack
-from arena.world.seed import WorldRound, base_hash, round_seed
+from arena.world.seed import WorldRound, round_seed
 from arena.world.types import WorldPack
 from judging.judge import JudgeConfig
 from judging.world import WorldJudging
@@ -23,12 +23,20 @@ from neurons.miner.agents.contract import Agent
 from neurons.miner.agents.scripted import scripted_agent
 from neurons.validator.rounds import run_round
 from neurons.validator.settings import WorldConfig
-from neurons.validator.worlds import RoundWorld, load_or_compile, pack_directory, round_world
+from neurons.validator.worlds import (
+    RoundWorld,
+    WorldKeys,
+    WorldSkip,
+    load_or_compile,
+    pack_directory,
+    round_world,
+)
 from tests.neurons.conftest import NETUID, LocalNet
 from tests.neurons.rig import all_traces, make_sessions, running_rig, stock_tasks
 from tests.neurons.validator.integrity_agents import TaskIdInverter, WorldOracle, guesser
 
 BLOCK = 12.0  # the local net's block time
+KEYS = WorldKeys(secrets=b"s" * 32, seal=b"c" * 32)
 
 
 async def _scores(
@@ -64,20 +72,28 @@ async def test_a_miner_compiling_the_world_from_public_data_scores_no_better_tha
     net: LocalNet, world_base: SearchIndex, tmp_path: Path
 ) -> None:
     config = WorldConfig(enabled=True, period_blocks=10, delay_blocks=3)
+    chain = net.chain("validator")
+
+    async def world() -> RoundWorld | WorldSkip:
+        return await round_world(
+            chain,
+            world_base,
+            config,
+            netuid=NETUID,
+            block=await chain.block(),
+            toolset="sb-1",
+            cache=tmp_path / "worlds",
+            keys=KEYS,
+        )
+
     net.clock.advance(BLOCK * 5)  # block 6: world round 0 is seeded by block 3
-    world = await round_world(
-        net.chain("validator"),
-        world_base,
-        config,
-        netuid=NETUID,
-        block=await net.chain("validator").block(),
-        toolset="sb-1",
-        cache=tmp_path / "worlds",
-    )
-    assert world is not None
+    assert await world() == WorldSkip("uncommitted", WorldRound(0, 0, 3))  # our secret goes on chain now
+    net.clock.advance(BLOCK * 10)  # block 16: world round 1, seeded by block 13, after the commitment
+    served = await world()
+    assert isinstance(served, RoundWorld) and served.at.index == 1
     oracle = WorldOracle(net.chain("miner1"), world_base, NETUID, config.period_blocks, config.delay_blocks)
-    attacked = await _scores(net, world_base, tmp_path / "oracle", oracle, world=world)
-    guessed = await _scores(net, world_base, tmp_path / "guesser", guesser, world=world)
+    attacked = await _scores(net, world_base, tmp_path / "oracle", oracle, world=served)
+    guessed = await _scores(net, world_base, tmp_path / "guesser", guesser, world=served)
     assert oracle.knew and not any(oracle.knew)  # its world never held a served task
     assert attacked == guessed  # so it scored exactly as the guess it fell back to, task by task
 
@@ -137,14 +153,14 @@ def _forged(pack: WorldPack) -> WorldPack:
 def test_a_forged_self_consistent_pack_in_the_cache_is_compiled_over(
     world_base: SearchIndex, tmp_path: Path
 ) -> None:
-    seed = round_seed("0x" + "ab" * 32, netuid=NETUID, round_index=0)
-    genuine, source = load_or_compile(world_base, seed, tmp_path)
+    seed = round_seed("0x" + "ab" * 32, netuid=NETUID, round_index=0, secret=bytes(32))
+    directory = pack_directory(tmp_path, "5Validator", 0)
+    genuine, source = load_or_compile(world_base, seed, directory, seal_key=KEYS.seal)
     assert source == "compiled"
-    directory = pack_directory(tmp_path, seed, base_hash(world_base))
     forged = _forged(genuine)
-    for part in directory.iterdir():
-        part.unlink()
-    save_pack(forged, directory)
+    save_pack(forged, tmp_path / "forged")
+    for part in (tmp_path / "forged").iterdir():  # the forger leaves our seal where it was
+        (directory / part.name).write_bytes(part.read_bytes())
     assert load_pack(directory) == forged  # every hash checks out: only the validator can tell
-    loaded, source = load_or_compile(world_base, seed, tmp_path)
+    loaded, source = load_or_compile(world_base, seed, directory, seal_key=KEYS.seal)
     assert source == "compiled" and loaded == genuine
