@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import select
 
 from arena.index import SearchIndex
 from arena.tools import ToolContext
@@ -22,12 +18,10 @@ from judging.judge import JudgeConfig
 from judging.types import ShopperEvidence
 from judging.world import WorldJudging, world_lookup
 from neurons.chain.chaintypes import ChainCommitment, Submission
-from neurons.chain.wallets import register_wallet
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
-from neurons.validator.process import serve
 from neurons.validator.rounds import run_round
-from neurons.validator.settings import ValidatorSettings, WorldConfig
+from neurons.validator.settings import WorldConfig
 from neurons.validator.worlds import (
     RoundWorld,
     WorldKeys,
@@ -36,12 +30,8 @@ from neurons.validator.worlds import (
     pack_directory,
     round_world,
 )
-from storage import repository
-from storage.db import make_engine, make_sessionmaker
-from storage.models import EpisodeRow, JudgmentRow
 from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.rig import all_traces, failing_agent, make_sessions, running_rig, serve_miners
-from tests.neurons.standins import free_socket
+from tests.neurons.rig import all_traces, make_sessions, running_rig
 
 HASH = "0x" + "ab" * 32
 SECRET = bytes(range(32))
@@ -148,82 +138,6 @@ async def test_the_world_follows_the_chain_and_our_commitment_and_is_kept_within
     assert (await world(late, 24)).reason == "uncommitted"
     late.head = 34
     assert isinstance(await world(late, 34), RoundWorld)
-
-
-def _settings(net: LocalNet, tmp_path: Path, index: Path, wallet: str) -> ValidatorSettings:
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return ValidatorSettings(
-        network="local",
-        local_chain=net.path,
-        netuid=NETUID,
-        wallet_name=wallet,
-        wallet_path=net.wallets_dir,
-        host="127.0.0.1",
-        port=port,
-        data_dir=tmp_path / wallet,
-        index=index,
-        pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
-        round={"tasks_per_round": 3, "episode_seconds": 30},
-        world={"enabled": True, "period_blocks": 1_000_000, "delay_blocks": 2},
-    )
-
-
-def _stored(settings: ValidatorSettings) -> dict[str, Any]:
-    """Round 0's world and tasks, and each (task, miner)'s outcome, from one validator's database."""
-    engine = make_engine(settings.database_url())
-    try:
-        with make_sessionmaker(engine)() as session:
-            record = repository.get_round(session, round_id=0)
-            assert record is not None and record.stats is not None
-            episodes = {row.episode_id: row for row in session.scalars(select(EpisodeRow))}
-            outcomes = {
-                (row.task_id, row.miner_hotkey): (
-                    row.success,
-                    row.score,
-                    row.end_reason,
-                    row.outcome,
-                    [(c["name"], c["value"]) for c in row.checks],
-                    row.world_id,
-                    row.pack_hash,
-                    episodes[row.episode_id].world_id,
-                )
-                for row in session.scalars(select(JudgmentRow))
-            }
-            return {"world": record.stats["world"], "tasks": record.task_ids, "outcomes": outcomes}
-    finally:
-        engine.dispose()
-
-
-async def test_two_validators_serve_the_same_world_tasks_and_outcomes(
-    make_net: Callable[..., LocalNet], world_base_dir: Path, tmp_path: Path
-) -> None:
-    net = make_net(block_seconds=0.25)  # the seed block (2) is made half a second after genesis
-    register_wallet(net.path, net.wallets["stranger"], stake=1000.0, validator_permit=True)
-    first = _settings(net, tmp_path, world_base_dir, "validator")
-    second = _settings(net, tmp_path, world_base_dir, "stranger")
-    for _ in range(200):  # the validators read real time: wait for the seed block to exist
-        if await net.chain("miner1").block_hash(2) is not None:
-            break
-        await asyncio.sleep(0.05)
-    async with AsyncExitStack() as stack:
-        await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
-        reports = await asyncio.gather(serve(first, once=True), serve(second, once=True))
-    for report in reports:
-        assert report is not None and report["round"]["result"] == "ok", report
-    one, other = _stored(first), _stored(second)
-    assert one["world"]["pack_hash"] == other["world"]["pack_hash"]  # the same world, compiled apart
-    assert one["world"]["world_id"] == other["world"]["world_id"] and one["world"]["source"] == "compiled"
-    assert one["world"]["seed_block"] == 2 and one["world"]["block_hash"] == other["world"]["block_hash"]
-    assert len(one["tasks"]) == 3 and one["tasks"] == other["tasks"]  # identical tasks, in order
-    assert len(one["outcomes"]) == 6 and one["outcomes"] == other["outcomes"]  # identical outcomes per miner
-    ends = {value[2] for value in one["outcomes"].values()}
-    assert ends == {"completed", "miner_error"}
-    assert {value[5] for value in one["outcomes"].values()} == {one["world"]["world_id"]}
-    assert {value[7] for value in one["outcomes"].values()} == {one["world"]["world_id"]}
-    # The pack each compiled is cached by its seed; a restart would load it, not compile it again.
-    assert list(first.world_cache_path().iterdir()) and list(second.world_cache_path().iterdir())
 
 
 def test_world_rounds_are_off_by_default_and_the_delay_stays_inside_the_period() -> None:
