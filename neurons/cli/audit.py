@@ -61,7 +61,7 @@ def audit_command(
     ] = _WORLD.delay_blocks,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Recompile a validator's revealed world round from the chain and re-judge the episodes it published.
+    """Recompile a validator's revealed world round from the chain and re-judge what it published.
 
     Reads the validator's commitment as it stood before the round's seed block and its reveal now,
     compiles its world over the base index, and checks its publication: the signed round document,
