@@ -19,7 +19,8 @@ tasks (quitting on the rest), a guesser (search the request, view and take the t
 quitter (terminates at once).
 
 Every (validator, round) is checkpointed under ``--work`` (its per-episode records as JSONL);
-a killed run resumes there. Run it under nice: ``nice python bench/agreement.py --rounds 24``.
+a killed run resumes there (``seconds_this_run`` times only what the invocation ran). Run it under
+nice: ``nice python bench/agreement.py --rounds 48``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, Tool
 from neurons.miner.agents.scripted import scripted_agent
 
 RESULTS = Path(__file__).parent / "results" / "agreement.json"
+RECORDS = "agreement-records.jsonl"  # next to --out: per (validator, round, miner), its scores in task order
 TOOLSET = "arena-3"
 NETUID = 1
 VALIDATORS = ("validator-a", "validator-b")
@@ -218,7 +220,7 @@ def weights(records: Sequence[dict[str, Any]], policy: ScorePolicy) -> list[floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=12, help="world rounds per validator")
+    parser.add_argument("--rounds", type=int, default=48, help="world rounds per validator")
     parser.add_argument("--size", type=int, default=3000, help="base catalog size")
     parser.add_argument("--seed", type=int, default=7, help="synthetic catalog seed")
     parser.add_argument("--work", type=Path, default=Path("/tmp/arena-bench-agreement"))
@@ -238,13 +240,16 @@ def main() -> None:
                     temporary.replace(path)
                 print(f"round {k} {validator} done", flush=True)
     result = summarize(checkpoints, args.rounds)
+    records = result.pop("records")
+    seconds = round(time.perf_counter() - started, 1)
     result.update(
         {"size": args.size, "catalog_seed": args.seed, "machine": platform.machine(), "cpus": os.cpu_count(),
-         "seconds": round(time.perf_counter() - started, 1), "load_avg_1m": round(os.getloadavg()[0], 2)}
+         "seconds_this_run": seconds, "load_avg_1m": round(os.getloadavg()[0], 2), "records": RECORDS}
     )  # fmt: skip
-    print(json.dumps({k: v for k, v in result.items() if k != "records"}, indent=2))
+    print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    (args.out.parent / RECORDS).write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
 
 
 def summarize(checkpoints: Path, rounds: int) -> dict[str, Any]:
@@ -276,8 +281,19 @@ def summarize(checkpoints: Path, rounds: int) -> dict[str, Any]:
         "baseline_same_world": 1.0,
         "baseline_random_abs_rho_vs_truth": round(float(np.mean(np.abs(baseline))), 4),
         "curve": curve,
-        "records": everything,
+        "records": _rows(everything),
     }
+
+
+def _rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (validator, round, miner): the world and the miner's scores in the world's task order."""
+    rows: dict[tuple[str, int, str], dict[str, Any]] = {}
+    for r in records:
+        key = (r["validator"], r["round"], r["miner"])
+        row = rows.setdefault(key, {"validator": key[0], "round": key[1], "miner": key[2],
+                                    "world_id": r["world_id"], "scores": []})  # fmt: skip
+        row["scores"].append(r["score"])
+    return list(rows.values())
 
 
 if __name__ == "__main__":

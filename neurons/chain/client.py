@@ -213,19 +213,15 @@ class BittensorChain:
         )
 
         async def submit() -> Submission:
-            try:
-                result = await self._client.submit_call(
+            return await _submitted(
+                self._client.submit_call(
                     call,
                     self.wallet,
                     signer="hotkey",
                     wait_for_inclusion=True,
                     wait_for_finalization=self._finalize,
                 )
-            except (bt.RpcConnectionError, bt.ConnectionNotReady):
-                raise
-            except bt.BittensorError as exc:
-                return Submission(success=False, message=str(exc), code=error_code(exc))
-            return submission_of(result)
+            )
 
         submission = await self._run("set_commitment", submit, self._write_timeout, signs=True)
         level = logging.INFO if submission.success else logging.WARNING
@@ -370,17 +366,8 @@ class BittensorChain:
             mine = graph.by_hotkey(self._hotkey) if graph is not None else None
             if graph is not None and mine is not None and mine.axon == served:
                 return Submission(success=True, message="already served", block=graph.block)
-            try:
-                result = await self._client.execute(
-                    ServeAxon(netuid=self._netuid, ip=str(address), port=port),
-                    self.wallet,
-                    wait_for_finalization=False,
-                )
-            except (bt.RpcConnectionError, bt.ConnectionNotReady):
-                raise
-            except bt.BittensorError as exc:
-                return Submission(success=False, message=str(exc), code=error_code(exc))
-            return submission_of(result)
+            intent = ServeAxon(netuid=self._netuid, ip=str(address), port=port)
+            return await _submitted(self._client.execute(intent, self.wallet, wait_for_finalization=False))
 
         submission = await self._run("serve", submit, self._write_timeout, signs=True)
         logger.info("serve endpoint=%s success=%s message=%s", served, submission.success, submission.message)
@@ -390,6 +377,20 @@ class BittensorChain:
         """Close the SDK connection."""
         if self._connected:
             await self._client.close()
+
+
+async def _submitted(send: Awaitable[bt.ExtrinsicResult]) -> Submission:
+    """A signed call's outcome: a refusal before signing (pre-flight, conform) is returned, not raised.
+
+    A transport failure propagates (``BittensorChain._run`` makes it ``ChainUnavailable``).
+    """
+    try:
+        result = await send
+    except (bt.RpcConnectionError, bt.ConnectionNotReady):
+        raise
+    except bt.BittensorError as exc:
+        return Submission(success=False, message=str(exc), code=error_code(exc))
+    return submission_of(result)
 
 
 def open_chain(
