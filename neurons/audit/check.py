@@ -252,7 +252,7 @@ def _check_episodes(
         if episode.task.task_id not in tasks:
             continue
         try:
-            again = rejudge(episode, world, toolset=doc.toolset, max_turns=doc.max_turns, published=episodes)
+            again = rejudge(episode, world, toolset=doc.toolset, max_turns=doc.max_turns)
         except ValueError as exc:
             report.flag("judgment", str(exc), episode.episode_id)
             continue

@@ -2,20 +2,20 @@
 
 The rule checks are re-run from the episode's tool log on the world the auditor compiled; the
 reasoning check (an LLM's verdict, which cannot be asked again and be sure to answer the same)
-is taken as published (``judging.judge.judge_with_reasoning``). A copy's zero is re-derived too:
-its ``duplicate`` check must name a published episode of the same task that did the same work.
+is taken as published (``judging.judge.judge_with_reasoning``). Stored judgments are never
+rewritten for copied work (its credit is shared where the weights read the scores,
+``judging.duplicates``), so a published judgment is exactly what the rules and that check give.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 from arena.types import EpisodeEnd, Task, ToolLogEntry, Trajectory
 from judging.config import JudgeConfig
-from judging.duplicates import credited_once, work_hash
 from judging.judge import judge_unanswered, judge_with_reasoning
-from judging.types import DuplicateEvidence, Judgment
+from judging.types import Judgment
 from judging.world import WorldJudging
 
 
@@ -40,10 +40,6 @@ class PublishedEpisode:
         """The episode's id."""
         return self.judgment.episode_id
 
-    def work(self) -> str | None:
-        """The work this episode did (``judging.duplicates.work_hash``), None without a trajectory."""
-        return work_hash(self.task.task_id, self.trajectory) if self.trajectory is not None else None
-
 
 def verdict(judgment: Judgment) -> dict[str, Any]:
     """What an audit compares of a judgment: everything scored, not the wording or the judge's name."""
@@ -59,15 +55,8 @@ def verdict(judgment: Judgment) -> dict[str, Any]:
     }
 
 
-def rejudge(
-    episode: PublishedEpisode,
-    world: WorldJudging,
-    *,
-    toolset: str,
-    max_turns: int,
-    published: Sequence[PublishedEpisode],
-) -> Judgment:
-    """The judgment the auditor derives for ``episode`` (``published``: the round's other episodes).
+def rejudge(episode: PublishedEpisode, world: WorldJudging, *, toolset: str, max_turns: int) -> Judgment:
+    """The judgment the auditor derives for ``episode``.
 
     Raises:
         ValueError: the published judgment has no reasoning check to take.
@@ -86,20 +75,6 @@ def rejudge(
     if reasoning is None:
         raise ValueError(f"episode {episode.episode_id}: the published judgment has no reasoning check")
     against = world.against(episode.task, episode.log, toolset)
-    judged = judge_with_reasoning(
-        episode.task,
-        episode.trajectory,
-        log=episode.log,
-        against=against,
-        config=config,
-        reasoning=reasoning,
+    return judge_with_reasoning(
+        episode.task, episode.trajectory, log=episode.log, against=against, config=config, reasoning=reasoning
     )
-    copy = episode.judgment.check("duplicate")
-    if copy is None:
-        return judged
-    claimed = copy.evidence_as(DuplicateEvidence)
-    work = episode.work()
-    first = next((p for p in published if p.episode_id == claimed.first_episode_id), None)
-    if work is None or first is None or first.task.task_id != episode.task.task_id or first.work() != work:
-        return judged  # no copy of a published episode: its credit was taken for nothing
-    return credited_once(judged, work=work, first_episode_id=first.episode_id)
