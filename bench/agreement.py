@@ -8,10 +8,12 @@ each world round ``k`` both validators compile their world from one seed block h
 calls logged as the tool server logs them, a world task's shopper where it can ask), each episode
 is judged by the rules (``judging.judge.judge_rules``; no LLM), and each validator turns its own
 scores into weights with the validator's policy (``judging.scores``: the Wilson lower bound of
-the windowed mean). Reported, after each round: the Spearman rank correlation of the two weight
-vectors, and of each with the miners' true order (their mean score over both validators' worlds
-and every round), with the trivial baselines: validators on one world (1 by construction) and a
-validator that weighs at random (its mean |rho| over 1000 draws).
+the windowed mean). The samples carry no work, so no credit is shared: the graded miners are one
+agent on subsets of the tasks, which the copy rule (``judging.duplicates``) would rightly link.
+Reported, after each round: the Spearman rank correlation of the two weight vectors, and of each
+with the miners' true order (their mean score over both validators' worlds and every round),
+with the trivial baselines: validators on one world (1 by construction) and a validator that
+weighs at random (its mean |rho| over 1000 draws).
 
 Miners, from strong to none: the scripted reference agent (asks the shopper), the same viewing
 one candidate only, the same without ``ask_user``, the same on half and on a quarter of the

@@ -100,6 +100,7 @@ async def test_a_commitment_is_published_through_the_sdk_and_read_at_any_block(n
     net.clock.advance(12.0 * 2)
     second = await chain.set_commitment("sa1 second")
     assert second.success and second.block == first.block + 2
+    net.clock.advance(12.0)  # the block it lands in is made
     now = await net.chain("miner1").commitment(chain.hotkey)  # anyone reads it
     assert now is not None and (now.text, now.block) == ("sa1 second", second.block)
     then = await chain.commitment(chain.hotkey, block=first.block + 1)  # as an archive node answers

@@ -37,9 +37,11 @@ def test_a_commitment_replaces_the_last_and_each_version_stays_readable_at_its_b
     chain = _chain(tmp_path, clock)
     assert chain.commitment("v") is None
     assert _commit(chain, "v", "first") is None
-    first = chain.block()
+    first = chain.block() + 1  # a signed call lands in the next block
+    assert chain.commitment("v") is None  # not made yet
     clock.now += chain.config.block_seconds * 3
     assert _commit(chain, "v", "second") is None
+    clock.now += chain.config.block_seconds
     record = chain.commitment("v")
     assert record == {
         "deposit": 0,
