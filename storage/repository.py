@@ -59,6 +59,7 @@ from storage.traces import (
     get_judged,
     inference_log,
     iter_judged,
+    judged_in_world,
     judged_since,
     score_samples,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "get_tasks",
     "inference_log",
     "iter_judged",
+    "judged_in_world",
     "judged_since",
     "last_round",
     "last_successful_weights",
