@@ -1,8 +1,11 @@
 """The axis label: did the model choose the tool calls (A), a harness (B), both (mixed), or can we not tell?
 
-With attested inference (every logged call carries a validator-minted nonce) the label is
-proven from the log. Otherwise it is inferred from structure, step by step (an assistant
-message with tool calls, `terminate`-only steps aside):
+With attested inference the label is proven from the log: a call the tool server received is
+attested (``nonce_status`` ``valid``) when it matched, byte for byte, a tool call of a
+completion the validator's inference gateway had served the episode (``arena.inference``); a
+trajectory whose every logged call is attested is ``A-attested``, one with some attested calls
+``mixed``. Otherwise the label is inferred from structure, step by step (an assistant message
+with tool calls, `terminate`-only steps aside):
 
 - *driven*: the message carries reasoning, and the call's salient arguments (the query, ids,
   shop) appear in that reasoning, or the reasoning cites an earlier tool result (a product id,
@@ -35,7 +38,7 @@ from judging.answer import RECOMMEND, TERMINATE, named_ids
 from judging.context import JudgingContext
 from judging.facts import result_facts
 from judging.titles import title_tokens
-from judging.types import Axis, AxisEvidence, Check
+from judging.types import ATTESTED, Axis, AxisEvidence, Check
 
 MIN_REASONING_CHARS = 20
 A_SHARE = 0.75
@@ -216,7 +219,7 @@ def classify_axis(
     """
     nonces = Counter(e.nonce_status for e in log)
     if log and nonces["valid"] == len(log):
-        return _axis_check(AxisEvidence(label="A", attested=True, nonces=dict(nonces)), 1.0)
+        return _axis_check(AxisEvidence(label=ATTESTED, attested=True, nonces=dict(nonces)), 1.0)
     if nonces["valid"]:
         share = nonces["valid"] / len(log)
         return _axis_check(AxisEvidence(label="mixed", attested=True, nonces=dict(nonces)), share)
@@ -258,7 +261,7 @@ def check_axis(ctx: JudgingContext) -> Check:
 
 
 def _axis_check(evidence: AxisEvidence, driven_share: float | None) -> Check:
-    detail = "attested by nonces" if evidence.attested else f"steps {evidence.kinds or 'none'}"
+    detail = "attested by the inference gateway" if evidence.attested else f"steps {evidence.kinds or 'none'}"
     if evidence.degenerate:
         detail = "degenerate: no answer and at most one call"
     return Check(
@@ -354,6 +357,8 @@ def axis_for_miner(
     trajectories look model-driven one by one. Otherwise the majority per-trajectory label.
     Both template signals read only the trajectories that hold a decision (not
     :func:`degenerate`): a quitter's one search repeated on every task is not a harness.
+    A majority of ``A-attested`` trajectories stands: a steady model repeats one call template
+    too, and its calls are proven.
     """
     logs = logs if logs is not None else [() for _ in trajectories]
     checks = [classify_axis(t, log) for t, log in zip(trajectories, logs, strict=True)]
@@ -372,7 +377,9 @@ def axis_for_miner(
     if ranked:
         majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "mixed"
     label: Axis = majority
-    if enough and narration >= NARRATION_SHARE:
+    if majority == ATTESTED:
+        pass  # proven call by call: the template signals are inferences and do not overrule it
+    elif enough and narration >= NARRATION_SHARE:
         label = "B"
     elif enough and share >= TEMPLATE_SHARE:
         label = "mixed" if majority == "A" else "B"

@@ -21,6 +21,7 @@ from pydantic import (
 
 from arena.types import Frozen, Sparse, content_hash
 from judging.vocabulary import (
+    ATTESTED,
     AXES,
     CHECK_NAMES,
     OUTAGE_CAUSES,
@@ -40,6 +41,7 @@ from judging.vocabulary import (
 
 # The vocabulary is imported from here by the rest of the code (judging.vocabulary holds it).
 __all__ = [
+    "ATTESTED",
     "AXES",
     "Axis",
     "CHECK_NAMES",

@@ -157,6 +157,9 @@ def validator_env(layout: Layout, config: DemoConfig) -> dict[str, str]:
         "WORLD__ENABLED": config.worlds,
         "WORLD__PERIOD_BLOCKS": WORLD_PERIOD,
         "WORLD__DELAY_BLOCKS": WORLD_DELAY,
+        # The embedded model listens on loopback: the inference gateway may forward there (the
+        # LLM miners' calls are then attested, axis A-attested); elsewhere it is refused.
+        "GATEWAY__UPSTREAM_NETWORKS": json.dumps(["127.0.0.0/8"]),
         "LOG_LEVEL": "INFO",
         # Derived from the seed: the same seed and catalog give the same tasks in the same rounds.
         "TOKEN_SECRET": hashlib.sha256(f"arena-demo/{config.seed}".encode()).hexdigest(),

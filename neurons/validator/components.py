@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import EpisodeRegistry, EpisodeTokens
 from arena.errors import SearchIndexError
+from arena.gateway import Gateway
 from arena.index import SearchIndex, open_index
 from curation.conversion.convert import Converter
 from curation.export import curate_and_export
@@ -37,7 +38,7 @@ from neurons.chain.client import BittensorChain, open_neuron_chain
 from neurons.chain.signing import sign_document
 from neurons.errors import ChainUnavailable
 from neurons.protocol import PROTOCOL_VERSION
-from neurons.validator.app import MeteredToolLog
+from neurons.validator.app import MeteredInferenceLog, MeteredToolLog
 from neurons.validator.endpoints import EndpointPolicy, endpoint_policy, screen_endpoints
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import (
@@ -116,6 +117,7 @@ class Validator:
     secret: bytes
     exporter: Exporter | None = None
     judge_pool: ThreadPoolExecutor | None = None  # the judge's code runs here, off the event loop
+    gateway: Gateway | None = None  # the inference gateway on the registry (None: off)
     snapshot: MetagraphSnapshot | None = None
     last_round: RoundSummary | None = None
     last_weights: WeightsOutcome | None = None
@@ -338,6 +340,8 @@ class Validator:
     async def aclose(self) -> None:
         """Close the clients, the chain, the index and the engine."""
         await self.client.aclose()
+        if self.gateway is not None:
+            await self.gateway.aclose()
         if self.completer is not None:
             await self.completer.aclose()
         await self.chain.close()
@@ -382,7 +386,14 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         else None
     )
     # Tokens outlive the episode budget by a little: long enough for a clear "budget spent".
-    registry = EpisodeRegistry(EpisodeTokens(derive(secret, "tokens")), MeteredToolLog(), token_grace_s=60.0)
+    registry = EpisodeRegistry(
+        EpisodeTokens(derive(secret, "tokens")),
+        MeteredToolLog(),
+        token_grace_s=60.0,
+        inference=MeteredInferenceLog(),
+    )
+    gateway = settings.gateway
+    gateway_on = Gateway(registry, gateway.policy(), gateway.limits()) if gateway.enabled else None
     return Validator(
         settings=settings,
         chain=chain,
@@ -395,4 +406,5 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         secret=secret,
         exporter=exporter,
         judge_pool=ThreadPoolExecutor(max_workers=settings.judge.workers, thread_name_prefix="arena-judge"),
+        gateway=gateway_on,
     )

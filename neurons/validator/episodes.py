@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
+from arena.inference import InferenceExchange
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.duplicates import work_hash
@@ -108,6 +109,7 @@ class Held:
     started: datetime
     finished: datetime
     log: Sequence[ToolLogEntry]
+    inference: Sequence[InferenceExchange] = ()
 
 
 def refusal_quorum(miners: int) -> int:
@@ -209,16 +211,19 @@ class Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
+        inference = self.deps.registry.inference_log(episode_id)
         self.admitted = self.admitted or reply.status_code == 200
         if reply.cause in HELD_CAUSES:
             await self._claimed(miner, reply)
-            return Held(miner, task, reply, episode_id, started, finished, log)
-        return await self._finish(miner, task, reply, episode_id, started, finished, log)
+            return Held(miner, task, reply, episode_id, started, finished, log, inference)
+        return await self._finish(miner, task, reply, episode_id, started, finished, log, inference)
 
     async def settle(self, held: Held) -> Judgment:
         """Judge and store a held reply as the claimant's own fault (the round was not stopped)."""
         h = held
-        return await self._finish(h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log)
+        return await self._finish(
+            h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log, h.inference
+        )
 
     async def _finish(
         self,
@@ -229,6 +234,7 @@ class Episodes:
         started: datetime,
         finished: datetime,
         log: Sequence[ToolLogEntry],
+        inference: Sequence[InferenceExchange] = (),
     ) -> Judgment:
         judgment = await self._judge(task, reply, episode_id, log)
         # Only work that earns credit claims a share of it: a copy that is zero anyway claims none.
@@ -257,7 +263,7 @@ class Episodes:
             world_id=self.world.world_id if self.world is not None else None,
             pack_hash=self.world.pack_hash if self.world is not None else None,
         )
-        judgment = await self._store(record, reply.trajectory, log, judgment, task, work)
+        judgment = await self._store(record, reply.trajectory, log, judgment, task, work, inference)
         count_stored(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
@@ -325,15 +331,16 @@ class Episodes:
         judgment: Judgment,
         task: Task,
         work: str | None,
+        inference: Sequence[InferenceExchange] = (),
     ) -> Judgment:
-        """Store the judged episode with its work; return the judgment stored.
+        """Store the judged episode with its work and its gateway exchanges; return the judgment stored.
 
         Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
         past every door) is the miner's fault, never a silent drop: the episode is stored as
         ``malformed`` with a zero judgment, its tool log kept with such text escaped.
         """
         try:
-            await self._write(record, trajectory, log, judgment, task, work)
+            await self._write(record, trajectory, log, judgment, task, work, inference)
         except UnstorableContent as exc:
             logger.warning(
                 "episode_unstorable round=%d uid=%s task=%s error=%s",
@@ -351,7 +358,7 @@ class Episodes:
                 detail="its trajectory or tool log holds text that cannot be stored",
             )
             malformed = record.model_copy(update={"end": "malformed"})
-            await self._write(malformed, None, repository.storable_log(log), judgment, task, None)
+            await self._write(malformed, None, repository.storable_log(log), judgment, task, None, inference)
         return judgment
 
     async def _write(
@@ -362,6 +369,7 @@ class Episodes:
         judgment: Judgment,
         task: Task,
         work: str | None,
+        inference: Sequence[InferenceExchange],
     ) -> None:
         def write() -> bool:
             with self.deps.sessions() as session:
@@ -373,6 +381,7 @@ class Episodes:
                     judgment=judgment,
                     task=task,
                     work=work,
+                    inference_log=inference,
                 )
 
         async def attempt() -> bool:

@@ -4,11 +4,13 @@ Sections are frozen models nested under ``ValidatorSettings``, each named by its
 prefix (``__`` nests): ``round`` (``ARENA_ROUND__*``: tasks and miners per round, episode
 budgets), ``world`` (``ARENA_WORLD__*``: world rounds), ``client`` (``ARENA_CLIENT__*``: the
 bounds of calls to miners), ``pool`` (``ARENA_POOL__*``: task rotation), ``judge``
-(``ARENA_JUDGE__*``), ``policy`` (``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``) and
+(``ARENA_JUDGE__*``), ``policy`` (``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``),
 ``serving`` (``ARENA_SERVING__*``, ``neurons.settings.ConnectionBounds``: the public port's read
-times and connection bounds). The code that uses a section takes it typed (``run_round(...,
-config: RoundConfig)``, ``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
-``uvicorn_options(settings.serving)``), so each default is written once: here.
+times and connection bounds) and ``gateway`` (``ARENA_GATEWAY__*``: the inference gateway). The
+code that uses a section takes it typed (``run_round(..., config: RoundConfig)``,
+``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
+``uvicorn_options(settings.serving)``), so each default is written once: here (the gateway's
+limits: in ``arena.gateway.GatewayLimits``).
 
 The flat names these settings had before the sections (``ARENA_TASKS_PER_ROUND``...) are still
 read, below the new names, with a ``FutureWarning`` naming the new one (``RENAMED``,
@@ -19,10 +21,12 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
 
+from arena.gateway import GatewayLimits
+from arena.httpguard import AddressPolicy, address_policy
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
 from judging.config import DEFAULT_MAX_TURNS
@@ -183,6 +187,62 @@ RENAMED: dict[str, tuple[str, str]] = {
 }
 
 
+def _networks(value: tuple[str, ...]) -> tuple[str, ...]:
+    for entry in value:
+        ipaddress.ip_network(entry, strict=False)  # ValueError unless a network: 10.0.0.0/8, fd00::/8
+    return value
+
+
+Networks = Annotated[tuple[str, ...], AfterValidator(_networks)]
+
+
+_GATEWAY = GatewayLimits()  # the gateway's defaults, written once in arena.gateway
+
+
+class GatewaySettings(Section):
+    """The inference gateway (``ARENA_GATEWAY__*``, ``arena.gateway``): its switch, outbound guard and bounds.
+
+    On, each episode's token also authorises ``<tool server>/v1/inference/chat/completions``,
+    which forwards to the model endpoint the miner names; tool calls the model emitted there
+    are attested (axis ``A-attested``). The upstream's addresses must be global unless they lie
+    in ``upstream_networks`` (``127.0.0.0/8`` for a model on this host, as the demo runs).
+    """
+
+    enabled: bool = Field(default=True, description="Offer the inference gateway to miners' agents.")
+    upstream_networks: Networks = Field(
+        default=(), description="Non-global networks the gateway may forward to, e.g. 127.0.0.0/8 (none)."
+    )
+    max_request_bytes: int = Field(
+        default=_GATEWAY.max_request_bytes, ge=1024, le=16 * 2**20, description="Largest request body read."
+    )
+    max_response_bytes: int = Field(
+        default=_GATEWAY.max_response_bytes, ge=1024, le=16 * 2**20, description="Largest answer read."
+    )
+    max_exchanges: int = Field(
+        default=_GATEWAY.max_exchanges, ge=1, le=10_000, description="Requests one episode may make."
+    )
+    upstream_timeout: float = Field(
+        default=_GATEWAY.upstream_timeout_s, gt=0, le=600, description="Seconds the upstream has to answer."
+    )
+    max_concurrent: int = Field(
+        default=_GATEWAY.max_concurrent, ge=1, le=4096, description="Upstream requests in flight at once."
+    )
+
+    def limits(self) -> GatewayLimits:
+        """The gateway's limits."""
+        return GatewayLimits(
+            max_request_bytes=self.max_request_bytes,
+            max_response_bytes=self.max_response_bytes,
+            max_exchanges=self.max_exchanges,
+            upstream_timeout_s=self.upstream_timeout,
+            max_concurrent=self.max_concurrent,
+        )
+
+    def policy(self) -> AddressPolicy:
+        """Where the gateway may connect: global addresses and ``upstream_networks``."""
+        return address_policy(self.upstream_networks)
+
+
 class ValidatorSettings(NeuronSettings):
     """The validator: its HTTP app (tool server), database, index, jobs, and the sections above.
 
@@ -241,7 +301,7 @@ class ValidatorSettings(NeuronSettings):
         default=None, description="Export directory (default: <data dir>/exports)."
     )
     # A private testnet's ranges, e.g. "10.0.0.0/8"; elsewhere only global addresses are queried.
-    miner_networks: tuple[str, ...] = Field(
+    miner_networks: Networks = Field(
         default=(), description="Non-global networks whose miner addresses are queried anyway (not on local)."
     )
 
@@ -253,6 +313,7 @@ class ValidatorSettings(NeuronSettings):
     world: WorldConfig = Field(default_factory=WorldConfig)
     policy: ScorePolicy = Field(default_factory=ScorePolicy)
     serving: ConnectionBounds = Field(default_factory=ConnectionBounds)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     renamed = RENAMED
 
@@ -269,13 +330,6 @@ class ValidatorSettings(NeuronSettings):
     def _known_toolset(cls, value: str) -> str:
         if value not in TOOLSETS:
             raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}")
-        return value
-
-    @field_validator("miner_networks")
-    @classmethod
-    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in value:
-            ipaddress.ip_network(entry, strict=False)  # e.g. 10.0.0.0/8 or fd00::/8
         return value
 
     @field_validator("toolserver_url")
