@@ -23,9 +23,7 @@ from typing import Any
 
 from arena.tools import canonical_arguments
 from arena.types import Trajectory, content_hash
-from judging.types import Check, DuplicateEvidence, Judgment, Reject
-
-DUPLICATE: Reject = "duplicate_work"
+from judging.types import Check, DuplicateEvidence, Judgment
 
 
 def _folded(value: Any) -> Any:
@@ -88,7 +86,7 @@ class FirstArrivals:
 
 
 def credited_once(judgment: Judgment, *, work: str, first_episode_id: str) -> Judgment:
-    """The judgment of a copy: score 0, the ``duplicate_work`` reject, a check naming the original."""
+    """The judgment of a copy: score 0, a ``duplicate`` check naming the original (so ``duplicate_work``)."""
     flag = Check(
         name="duplicate",
         value=0.0,
@@ -96,8 +94,4 @@ def credited_once(judgment: Judgment, *, work: str, first_episode_id: str) -> Ju
         "identical work in a round is credited once",
         evidence=DuplicateEvidence(work_hash=work, first_episode_id=first_episode_id),
     )
-    data = judgment.model_dump(mode="json", exclude={"content_hash"})
-    data["score"] = 0.0
-    data["rejects"] = [*data["rejects"], DUPLICATE] if DUPLICATE not in data["rejects"] else data["rejects"]
-    data["checks"] = [*data["checks"], flag.model_dump(mode="json")]
-    return Judgment.model_validate(data)
+    return judgment.revised(score=0.0, checks=(*judgment.checks, flag))

@@ -40,7 +40,6 @@ __all__ = [
     "parse_verdict",
     "reasoning_check",
     "skipped_reasoning",
-    "verdict_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -278,18 +277,6 @@ def reasoning_check(verdict: ReasoningVerdict) -> Check:
         unscored=verdict.unscored,
     )
     return Check(name="reasoning", value=verdict.value, explanation=explanation, evidence=evidence)
-
-
-def verdict_of(check: Check) -> ReasoningVerdict:
-    """Read the verdict back from a ``reasoning`` Check (the inverse of :func:`reasoning_check`)."""
-    evidence = check.evidence_as(ReasoningEvidence)
-    return ReasoningVerdict(
-        value=check.value,
-        model=evidence.model,
-        labels=evidence.labels,
-        injection_flagged=evidence.injection_flagged,
-        unscored=evidence.unscored,
-    )
 
 
 async def check_reasoning(ctx: JudgingContext) -> Check:
