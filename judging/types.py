@@ -230,7 +230,8 @@ class Judgment(Frozen):
     @model_serializer(mode="wrap")
     def _in_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         dumped: dict[str, Any] = handler(self)
-        return {name: dumped[name] for name in _ORDER if name in dumped}
+        # The stored order first; a field added later (none yet) follows, never dropped.
+        return {**{name: dumped[name] for name in _ORDER if name in dumped}, **dumped}
 
     def _said(self, name: str) -> Any:
         """What the checks state of the fact ``name``, or ``_UNSAID``."""
