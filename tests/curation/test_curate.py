@@ -37,8 +37,8 @@ from curation.signature import strategy, structural_score
 from curation.split import Curation
 from curation.workspace import Row, Workspace
 from judging.types import ProcessStats
-from tests.curation.planted import judged, store, task, trace, with_messages
 from tests.curation import planted
+from tests.curation.planted import judged, store, task, trace, with_messages
 
 # ------------------------------------------------------------------ stage 1: normalise
 
