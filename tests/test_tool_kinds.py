@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from pydantic import Field
 
+from arena.episode import run_logged
 from arena.index import SearchIndex
-from arena.tools import TOOLSETS, Tool, ToolArgs, ToolContext, find_product, run_call, tool_kind
-from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, ToolResult, Trajectory, result_hash
+from arena.tools import TOOLSETS, Tool, ToolArgs, ToolContext, find_product, tool_kind
+from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, ToolResult, Trajectory
 from curation.conversion.facts import FactTable, task_facts
 from curation.conversion.pruning import prune
 from judging.config import JudgeConfig
@@ -55,31 +56,20 @@ def with_cheapest(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def episode(index: SearchIndex, *calls: tuple[str, dict[str, Any]]) -> tuple[Trajectory, list[ToolLogEntry]]:
-    """One assistant turn per call, each run through the tools as the tool server runs it."""
+    """One assistant turn per call, each run and logged as the tool server runs and logs it."""
     ctx = ToolContext(index=index, toolset=TOOLSET)
     messages = [Message(role="user", content=shop_task().query)]
     log: list[ToolLogEntry] = []
     for seq, (name, arguments) in enumerate(calls):
-        result, canonical = run_call(name, arguments, ctx)
-        call = ToolCall(id=f"c{seq}", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
+        text = json.dumps(arguments)
+        log.append(
+            run_logged(name, text, ctx, episode_id="ep-kinds", seq=seq, call_id=f"c{seq}", now=lambda: T0)
+        )
+        call = ToolCall(id=f"c{seq}", function=FunctionCall(name=name, arguments=text))
         messages += [
             Message(role="assistant", content="Next.", tool_calls=(call,)),
-            Message(role="tool", tool_call_id=call.id, content=result.content),
+            Message(role="tool", tool_call_id=call.id, content=log[-1].result),
         ]
-        log.append(
-            ToolLogEntry(
-                episode_id="ep-kinds",
-                seq=seq,
-                call_id=call.id,
-                tool=name,
-                arguments=canonical,
-                result=result.content,
-                result_hash=result_hash(result.content),
-                status="error" if result.error else "ok",
-                started_at=T0,
-                finished_at=T0,
-            )
-        )
     trajectory = Trajectory(
         task_id=shop_task().task_id, episode_id="ep-kinds", miner_hotkey="hk", messages=tuple(messages)
     )
