@@ -7,6 +7,7 @@ The vocabulary lives in ``judging.vocabulary`` and a check with its evidence in
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any, cast
 
 from pydantic import (
@@ -183,7 +184,8 @@ class Judgment(Frozen):
     and fabricated ids, ``process`` and ``reasoning`` are the checks' evidence, read where the
     checks carry it (``_SAID_BY``); they are serialized (the stored form and the content hash are
     what they were), and a value given for one must agree with the checks. Only what the checks
-    do not carry is kept as given (:class:`Stated`).
+    do not carry is kept as given (:class:`Stated`). Each is read once (a cached property), so a
+    changed judgment is made with :meth:`revised`, never ``model_copy(update=...)``.
     """
 
     task_id: str
@@ -217,7 +219,8 @@ class Judgment(Frozen):
                 kept[name] = given
             elif given != said:
                 raise ValueError(f"judgment {name} {given!r} is not what its checks say: {said!r}")
-        object.__setattr__(self, "stated", Stated.model_validate(kept))
+        if kept.keys() != self.stated.model_fields_set:  # some given facts are the checks': drop them
+            object.__setattr__(self, "stated", Stated.model_validate(kept))
         if self._said("outcome") is _UNSAID and self.stated.outcome is None:
             raise ValueError("a judgment needs its outcome components: from its outcome check, or given")
         expected = judgment_content_hash(self)
@@ -246,49 +249,49 @@ class Judgment(Frozen):
         return getattr(self.stated, name) if said is _UNSAID else said
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def success(self) -> bool:
         """The outcome verdict alone: every constraint met (the outcome check's)."""
         return cast(bool, self._fact("success"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def outcome(self) -> OutcomeScores:
         """ShoppingBench's outcome components (the outcome check's ``scores``)."""
         return cast(OutcomeScores, self._fact("outcome"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def rejects(self) -> tuple[Reject, ...]:
         """The hard rejects, in ``REJECTS`` order: the format check's, and a duplicate's."""
         return cast(tuple[Reject, ...], self._fact("rejects"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def axis(self) -> Axis:
         """A, B, mixed or unknown (the axis check's label)."""
         return cast(Axis, self._fact("axis"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def hallucinated_product_ids(self) -> tuple[str, ...]:
         """Answer ids no result showed and the catalog does not hold (the grounding check's)."""
         return cast(tuple[str, ...], self._fact("hallucinated_product_ids"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def fabricated_call_ids(self) -> tuple[str, ...]:
         """Calls whose tool message is not what the server returned, sorted (the grounding check's)."""
         return cast(tuple[str, ...], self._fact("fabricated_call_ids"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def process(self) -> ProcessStats:
         """How the agent worked (the process check's counts)."""
         return cast(ProcessStats, self._fact("process"))
 
     @computed_field  # type: ignore[prop-decorator]
-    @property
+    @cached_property
     def reasoning(self) -> ReasoningVerdict:
         """The reasoning judge's verdict (the reasoning check's value and evidence)."""
         return cast(ReasoningVerdict, self._fact("reasoning"))
@@ -300,7 +303,10 @@ class Judgment(Frozen):
 
     def check(self, name: str) -> Check | None:
         """Return the check called ``name``, or None."""
-        return next((c for c in self.checks if c.name == name), None)
+        for check in self.checks:
+            if check.name == name:
+                return check
+        return None
 
     @property
     def reasoning_outage(self) -> bool:
