@@ -59,7 +59,6 @@ from judging.types import (
     OutcomeEvidence,
     OutcomeScores,
     ReasoningVerdict,
-    Stated,
     Unscored,
 )
 from judging.world import AtAnswer
@@ -293,16 +292,14 @@ def judge_unanswered(
         checks=tuple(_unanswered_check(name, end, reason) for name in CHECK_NAMES),
         end=end,
         versions=config.versions(judge_model=None),
-        stated=Stated(
-            outcome=OutcomeScores(
-                rule=0.0,
-                gt=0.0,
-                product=0.0,
-                shop=0.0 if task.intent == "shop" else None,
-                budget=0.0 if task.intent == "voucher" else None,
-            ),
-            reasoning=ReasoningVerdict(unscored=Unscored(cause="skipped", detail="no trajectory")),
+        outcome=OutcomeScores(
+            rule=0.0,
+            gt=0.0,
+            product=0.0,
+            shop=0.0 if task.intent == "shop" else None,
+            budget=0.0 if task.intent == "voucher" else None,
         ),
+        reasoning=ReasoningVerdict(unscored=Unscored(cause="skipped", detail="no trajectory")),
     )
 
 

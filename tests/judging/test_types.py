@@ -1,4 +1,4 @@
-"""A Judgment states each fact once: what its checks say is read from them, the rest is kept as given."""
+"""A Judgment states each fact once: what its checks carry is read from them, the rest is taken as given."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from judging.types import (
     OutcomeEvidence,
     ProcessEvidence,
     ReasoningVerdict,
-    Stated,
     Unscored,
 )
 from judging.world import AtAnswer
@@ -63,7 +62,7 @@ def test_the_facts_are_the_checks_evidence() -> None:
         grounding.fabricated_call_ids,
     )
     assert j.process == j.checks[3].evidence_as(ProcessEvidence).stats
-    assert j.reasoning.unscored == Unscored(cause="disabled") and j.stated == Stated()
+    assert j.reasoning.unscored == Unscored(cause="disabled")
 
 
 def test_the_stored_form_and_its_hash_are_what_they_were() -> None:
@@ -87,7 +86,7 @@ def test_an_unanswered_episode_states_only_what_its_checks_cannot() -> None:
     j = unanswered()
     assert [c.name for c in j.checks] == list(CHECK_NAMES)
     assert [c.value for c in j.checks] == [0.0, 0.0, None, None, None, None]
-    assert j.stated.model_fields_set == {"outcome", "reasoning"}
+    assert {"outcome", "reasoning"} <= j.model_fields_set  # what its checks cannot say
     assert (j.outcome.budget, j.outcome.shop) == (0.0, None)  # a voucher task's components
     assert j.reasoning == ReasoningVerdict(unscored=Unscored(cause="skipped", detail="no trajectory"))
     assert (j.success, j.axis, j.rejects, j.score) == (False, "unknown", (), 0.0)
