@@ -100,7 +100,7 @@ def _reasoning(check: Check) -> ReasoningVerdict:
 
 
 def _rejects(check: Check, judgment: Judgment) -> tuple[Reject, ...]:
-    """The format check's rejects, and the round's ``duplicate_work`` where a duplicate check says so."""
+    """The format check's rejects, and ``duplicate_work`` where a (stored, older) duplicate check says so."""
     reasons = check.evidence_as(FormatEvidence).reasons
     duplicate = judgment.check("duplicate")
     copied = duplicate is not None and isinstance(duplicate.evidence, DuplicateEvidence)

@@ -8,11 +8,12 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from judging.duplicates import credited_once
 from judging.judge import JudgeConfig, judge_rules, judge_unanswered
 from judging.types import (
     CHECK_NAMES,
     AxisEvidence,
+    Check,
+    DuplicateEvidence,
     FormatEvidence,
     GroundingEvidence,
     Judgment,
@@ -94,7 +95,14 @@ def test_an_unanswered_episode_states_only_what_its_checks_cannot() -> None:
         Judgment.model_validate(j.model_dump(exclude={"outcome", "content_hash"}))
 
 
-def test_a_copy_s_reject_comes_from_its_duplicate_check() -> None:
-    copy = credited_once(good_shop(), work="w" * 16, first_episode_id="ep-0")
+def test_a_stored_copy_s_reject_comes_from_its_duplicate_check() -> None:
+    # Rounds no longer zero copies; judgments stored when they did must still read back the same.
+    flag = Check(
+        name="duplicate",
+        value=0.0,
+        explanation="the same calls and answer as episode ep-0",
+        evidence=DuplicateEvidence(work_hash="w" * 16, first_episode_id="ep-0"),
+    )
+    copy = good_shop().revised(score=0.0, checks=(*good_shop().checks, flag))
     assert copy.rejects == ("duplicate_work",) and copy.score == 0.0
-    assert copy.checks[-1].name == "duplicate"
+    assert Judgment.model_validate_json(copy.model_dump_json()) == copy
