@@ -209,6 +209,30 @@ def judge_rules(
     return verdict(ctx, checks)
 
 
+def judge_with_reasoning(
+    task: Task,
+    trajectory: Trajectory,
+    *,
+    log: Sequence[ToolLogEntry],
+    against: AtAnswer,
+    config: JudgeConfig,
+    reasoning: Check,
+) -> Judgment:
+    """Judge with the rule checks and a reasoning check already given, synchronously.
+
+    An LLM's verdict cannot be asked again and be sure to come back the same; an audit
+    (``neurons.audit``) re-runs every rule check from the episode's log and takes the reasoning
+    check the validator published, so the score is reproduced exactly and the rules are checked.
+
+    Raises:
+        JudgingError: ``reasoning`` is not a reasoning check.
+    """
+    if reasoning.name != "reasoning":
+        raise JudgingError(f"a reasoning check, not {reasoning.name!r}")
+    ctx = _context(task, trajectory, log=log, against=against, config=config)
+    return verdict(ctx, [*rule_checks(ctx), reasoning])
+
+
 def _check(checks: Sequence[Check], name: str) -> Check:
     found = next((c for c in checks if c.name == name), None)
     if found is None:

@@ -56,6 +56,7 @@ from storage.traces import (
     episodes_for_hotkey_window,
     get_judged,
     iter_judged,
+    judged_in_world,
     judged_since,
     score_samples,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "get_task",
     "get_tasks",
     "iter_judged",
+    "judged_in_world",
     "judged_since",
     "last_round",
     "last_successful_weights",

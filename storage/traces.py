@@ -67,6 +67,13 @@ def iter_judged(
     return _traces(session, conditions, batch_size=batch_size, limit=limit)
 
 
+def judged_in_world(session: Session, *, pack_hash: str, batch_size: int = 500) -> Iterator[JudgedTrace]:
+    """Stream the judged episodes of one world pack, in ingest order (``world_id`` is indexed)."""
+    world_id = f"w-{pack_hash[:16]}"
+    conditions = [EpisodeRow.world_id == world_id, EpisodeRow.pack_hash == pack_hash]
+    return _traces(session, conditions, batch_size=batch_size, limit=None)
+
+
 def judged_since(session: Session, *, since: datetime, batch_size: int = 500) -> Iterator[JudgedTrace]:
     """Stream the judged episodes stored at or after ``since`` (incremental curation)."""
     return iter_judged(session, since=since, batch_size=batch_size)

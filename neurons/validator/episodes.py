@@ -11,6 +11,10 @@ A reply refusing us in our own name, or saying the miner cannot read the chain, 
 (``Held``), not judged, and the round decides whose fault it is (the rule is in
 ``neurons.validator.rounds``' docstring).
 
+A miner never sees a task's own id (a content hash over its gold): each request names the task by
+an opaque id of its episode (``opaque_task_id``), and the reply's trajectory is judged and stored
+under the task's own id (``readdressed``).
+
 In a world round (``world`` given) each episode's tools run over the world's overlay, the judge
 reads the world's products (its prices, its listings), and the stored episode names the pack.
 """
@@ -18,9 +22,11 @@ reads the world's products (its prices, its listings), and the stored episode na
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -177,9 +183,10 @@ class Episodes:
                 metrics.EPISODES.labels("not_sent").inc()
                 return None
             started = datetime.now(UTC)
+            wire_task_id = opaque_task_id()
             try:
                 episode_id, token = self.deps.registry.open_episode(
-                    task.task_id,
+                    wire_task_id,
                     miner.hotkey,
                     self.budgets,
                     context=self.world.context if self.world is not None else None,
@@ -192,7 +199,8 @@ class Episodes:
                 metrics.EPISODES.labels("not_sent").inc()
                 return None
             try:
-                reply = await self.deps.client.query(miner, self._request(task, episode_id, token, started))
+                request = self._request(task, wire_task_id, episode_id, token, started)
+                reply = readdressed(await self.deps.client.query(miner, request), task)
             except DeadlinePassed:
                 logger.warning("episode_not_sent round=%d uid=%d reason=overload", self.round_id, miner.uid)
                 metrics.EPISODES.labels("not_sent").inc()
@@ -261,11 +269,13 @@ class Episodes:
         )
         return judgment
 
-    def _request(self, task: Task, episode_id: str, token: str, started: datetime) -> TaskRequest:
+    def _request(
+        self, task: Task, wire_task_id: str, episode_id: str, token: str, started: datetime
+    ) -> TaskRequest:
         return TaskRequest(
             protocol_version=PROTOCOL_VERSION,
             episode_id=episode_id,
-            task_id=task.task_id,
+            task_id=wire_task_id,
             query=task.query,
             tool_server_url=self.deps.tool_server_url,
             episode_token=token,
@@ -378,6 +388,25 @@ class Episodes:
                 metrics.DB_WRITE_DURATION.labels("save_judged").observe(time.monotonic() - started)
 
         await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)
+
+
+def opaque_task_id() -> str:
+    """The task id a miner sees: random per episode, so it says nothing of the task.
+
+    The task's own id is a content hash over its gold: sent as is, it is an answer oracle (hash
+    each catalog product's candidate gold items against it). The episode's token carries this id
+    too; the validator alone knows which task it stands for.
+    """
+    return f"task-{uuid.uuid4().hex}"
+
+
+def readdressed(reply: MinerReply, task: Task) -> MinerReply:
+    """The reply with its trajectory under the task's own id (the client checked it echoed ours)."""
+    if reply.trajectory is None:
+        return reply
+    return dataclasses.replace(
+        reply, trajectory=reply.trajectory.model_copy(update={"task_id": task.task_id})
+    )
 
 
 def _work(

@@ -107,9 +107,10 @@ class WorldConfig(Section):
 
     Off, rounds draw the static held-out pool (tool set ``sb-1``'s tasks, ShoppingBench-comparable).
     On, round ``k`` of the world clock (``arena.world.seed.world_round_at``) compiles the pack of
-    the seed block's hash over the base index and draws its tasks, so every validator on the
-    subnet serves the same world. The world's size (``arena.world.types.WorldSpec``) is the
-    protocol's default, not a setting: a validator with another would compile another world.
+    the final seed block's hash and this validator's secret of round ``k`` (committed on chain
+    before, revealed after: ``neurons.validator.roundsecrets``) over the base index and draws its
+    tasks. Each validator serves its own world; revealed rounds are published for audit. The
+    world's size (``arena.world.types.WorldSpec``) is the protocol's default, not a setting.
     """
 
     enabled: bool = Field(
@@ -122,7 +123,11 @@ class WorldConfig(Section):
         default=3, ge=1, description="Blocks after a world's start whose hash seeds it (unknown before)."
     )
     cache_dir: Path | None = Field(
-        default=None, description="Where compiled packs are kept by seed (default: <data dir>/worlds)."
+        default=None, description="Where compiled packs are kept per round (default: <data dir>/worlds)."
+    )
+    publish_dir: Path | None = Field(
+        default=None,
+        description="Where revealed rounds are published for audit (default: <data dir>/published).",
     )
 
     @model_validator(mode="after")
@@ -202,7 +207,7 @@ class ValidatorSettings(NeuronSettings):
     )
     token_secret: SecretStr | None = Field(
         default=None,
-        description="HMAC secret: tokens, draws, task seeds (default: a file in the data dir).",
+        description="Validator secret: tokens, draws, task seeds, round secrets (default: a data dir file).",
     )
 
     # ---- storage and the shopping world
@@ -289,8 +294,12 @@ class ValidatorSettings(NeuronSettings):
 
     @model_validator(mode="after")
     def _check_validator(self) -> ValidatorSettings:
-        if self.token_secret is not None and len(self.token_secret.get_secret_value()) < 16:
-            raise ValueError("token_secret must be at least 16 characters")
+        if self.token_secret is not None:
+            # The one validator secret: tokens, draws, task seeds, round secrets, world-cache seals.
+            if _placeholder(self.token_secret.get_secret_value()):
+                raise ValueError("token_secret is a placeholder; set a real value (or leave it unset)")
+            if len(self.token_secret.get_secret_value()) < 16:
+                raise ValueError("token_secret must be at least 16 characters")
         if self.tool_server_url() is None:
             raise ValueError(
                 f"host {self.host} is not an address miners can reach; "
@@ -332,6 +341,10 @@ class ValidatorSettings(NeuronSettings):
     def world_cache_path(self) -> Path:
         """Where compiled world packs are kept: ``world.cache_dir``, else ``<data_dir>/worlds``."""
         return (self.world.cache_dir or self.data_path() / "worlds").expanduser()
+
+    def publish_path(self) -> Path:
+        """Where revealed world rounds are published: ``world.publish_dir``, else ``<data_dir>/published``."""
+        return (self.world.publish_dir or self.data_path() / "published").expanduser()
 
     def export_path(self) -> Path:
         """Where periodic exports go: ``export_dir``, else ``<data_dir>/exports``."""

@@ -97,3 +97,11 @@ def test_the_turn_cap_is_the_judges_default_and_leaves_room_for_the_tool_budget(
     # 120 tool calls take at least 240 messages: a cap of 200 would reject honest episodes.
     with pytest.raises(ValueError, match="max_turns"):
         RoundConfig(max_tool_calls=120)
+
+
+def test_a_placeholder_validator_secret_is_refused() -> None:
+    # It keys the round secrets committed on chain: a template value would be anyone's.
+    for placeholder in ("replace0with0a0fourth0random0string", "changeme-changeme-changeme"):
+        with pytest.raises(ValueError, match="token_secret is a placeholder"):
+            vsettings(token_secret=placeholder)
+    assert vsettings(token_secret="a-long-random-token-secret").token_secret is not None
