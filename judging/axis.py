@@ -33,8 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from arena.tools import tool_kind
 from arena.types import Message, ToolCall, ToolLogEntry, Trajectory
-from judging.answer import RECOMMEND, TERMINATE, named_ids
+from judging.answer import named_ids
 from judging.context import JudgingContext
 from judging.facts import result_facts
 from judging.titles import title_tokens
@@ -164,7 +165,7 @@ def classify_steps(trajectory: Trajectory, query_tokens: frozenset[str] | None =
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
-        calls = [c for c in message.tool_calls if c.function.name != TERMINATE]
+        calls = [c for c in message.tool_calls if tool_kind(c.function.name) != "end"]
         if not calls:
             continue
         text = _text(message)
@@ -201,10 +202,12 @@ def degenerate(trajectory: Trajectory, log: Sequence[ToolLogEntry] = ()) -> bool
     and nothing in it says who chose anything.
     """
     calls = trajectory.tool_calls()
-    if any(c.function.name == RECOMMEND for c in calls) or any(e.tool == RECOMMEND for e in log):
+    if any(tool_kind(c.function.name) == "answer" for c in calls) or any(
+        tool_kind(e.tool) == "answer" for e in log
+    ):
         return False
-    shown = sum(1 for c in calls if c.function.name != TERMINATE)
-    logged = sum(1 for e in log if e.tool != TERMINATE)
+    shown = sum(1 for c in calls if tool_kind(c.function.name) != "end")
+    logged = sum(1 for e in log if tool_kind(e.tool) != "end")
     return max(shown, logged) <= 1
 
 
@@ -322,7 +325,7 @@ def mechanical_views(trajectory: Trajectory) -> bool | None:
     since_view: list[tuple[str, ...]] = []
     verdicts: list[bool] = []
     for call in trajectory.tool_calls():
-        if call.function.name == "view_product_information":
+        if tool_kind(call.function.name) == "view":
             ids = named_ids(call)
             verdicts.append(bool(ids) and _prefix_union(since_view, ids))
             since_view = []

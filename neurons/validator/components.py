@@ -142,8 +142,7 @@ class Validator:
             judge_config=JudgeConfig(
                 toolset=s.toolset,
                 max_turns=s.round.max_turns,
-                judge_retries=s.judge.retries,
-                judge_timeout_s=s.judge.timeout,
+                calls=s.judge.calls,
                 catalog_version=self.index.catalog_version,
             ),
             draw_secret=derive(self.secret, "rounds"),

@@ -29,7 +29,7 @@ from arena.gateway import GatewayLimits
 from arena.httpguard import AddressPolicy, address_policy
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
-from judging.config import DEFAULT_MAX_TURNS
+from judging.config import DEFAULT_MAX_TURNS, JudgeCalls
 from judging.scores import ScorePolicy
 from neurons.settings import ConnectionBounds, NeuronSettings, Section, _placeholder
 
@@ -141,16 +141,18 @@ class WorldConfig(Section):
         return self
 
 
-class JudgeSettings(Section):
-    """The LLM reasoning judge (``ARENA_JUDGE__*``): an OpenAI-compatible endpoint; none: unscored."""
+class JudgeSettings(Section, JudgeCalls):
+    """The LLM reasoning judge (``ARENA_JUDGE__*``): an OpenAI-compatible endpoint; none: unscored.
+
+    Its timeout, retries and backoff are ``judging.config.JudgeCalls``'s fields (named, bounded and
+    defaulted there); :attr:`calls` hands them to the judge's config.
+    """
 
     base_url: str | None = Field(
         default=None, description="OpenAI-compatible judge endpoint; none: reasoning unscored."
     )
     model: str | None = Field(default=None, description="Judge model name.")
     api_key: SecretStr = Field(default=SecretStr("none"), description="The endpoint's API key (secret).")
-    timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per call before a retry.")
-    retries: int = Field(default=2, ge=0, le=10, description="Retries with backoff, then unscored.")
     concurrency: int = Field(default=8, ge=1, le=1024, description="Judge calls in flight at once.")
     workers: int = Field(
         default=2,
@@ -161,6 +163,11 @@ class JudgeSettings(Section):
     response_format: Literal["none", "json_object", "json_schema"] = Field(
         default="none", description="Constrained decoding asked of the endpoint (json_schema: vLLM, OpenAI)."
     )
+
+    @property
+    def calls(self) -> JudgeCalls:
+        """How the judge is called: this section's ``JudgeCalls`` fields."""
+        return JudgeCalls(**self.model_dump(include=set(JudgeCalls.model_fields)))
 
     @model_validator(mode="after")
     def _complete(self) -> JudgeSettings:

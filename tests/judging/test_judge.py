@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.types import Message, Task, ToolLogEntry, Trajectory, result_hash
+from judging.config import JudgeCalls
 from judging.errors import JudgingError
 from judging.injection import injection_signals
 from judging.judge import (
@@ -39,7 +40,7 @@ from tests.judging.factory import (
     voucher_task,
 )
 
-CONFIG = JudgeConfig(judge_backoff_s=0.0, judge_timeout_s=1.0)
+CONFIG = JudgeConfig(calls=JudgeCalls(backoff=0.0, timeout=1.0))
 
 
 async def run(
