@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from arena.types import FunctionCall, Message, ToolCall, Trajectory
+from judging.config import JudgeCalls
 from judging.reasoning import GATES, judge_reasoning
 from judging.reasoning_prompt import MAX_EPISODE_CHARS, build_messages, prompt_template, render_trajectory
 from tests.judging.factory import good_shop_episode, shop_task
@@ -154,5 +155,6 @@ async def test_the_gullible_judge_obeys_an_instruction_outside_the_block() -> No
 async def test_a_payload_in_the_miners_text_never_steers_a_gullible_judge(payload: str) -> None:
     judge = GullibleJudge()
     # signals=[]: the code's own injection check is left out, so only the prompt's marking is tested.
-    verdict = await judge_reasoning(shop_task(), payload_episode(payload), judge, signals=[], retries=0)
+    no_retry = JudgeCalls(retries=0)
+    verdict = await judge_reasoning(shop_task(), payload_episode(payload), judge, signals=[], calls=no_retry)
     assert judge.obeyed == [] and verdict.value == 0.0

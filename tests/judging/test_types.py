@@ -27,8 +27,10 @@ from tests.judging.factory import good_shop_episode, lookup, shop_task, voucher_
 
 # These verdicts as main (fd4330a) stored them, before the facts were derived: their content
 # hashes, and the sha256 of their JSON text (its first 16 hex digits), key order included.
-GOOD_SHOP = ("j-0cb4a534b861d0a87d95441648578907", "f8d4acc1deea5e6d")
-UNANSWERED_VOUCHER = ("j-8cdeb170b7e5a72875552f143d1f854e", "f7e0449a5b8b44ee")
+# Pinned under the reasoning prompt 0a24b2e809c8c920 (the prompt that marks miner text as data); a
+# judgment records its prompt's hash, so these move with the prompt and with nothing else.
+GOOD_SHOP = ("j-73f4f90a0c1cfed859d1fdc3dd287e8f", "fc0dd75a82c728b0")
+UNANSWERED_VOUCHER = ("j-e944f9afd19e613d975cee0f6d43f1bb", "3975157262b37e26")
 
 
 def stored(judgment: Judgment) -> tuple[str, str]:
@@ -67,6 +69,7 @@ def test_the_facts_are_the_checks_evidence() -> None:
 
 
 def test_the_stored_form_and_its_hash_are_what_they_were() -> None:
+    assert good_shop().versions.prompt_hash == "0a24b2e809c8c920"
     assert stored(good_shop()) == GOOD_SHOP
     assert stored(unanswered()) == UNANSWERED_VOUCHER
     for judgment in (good_shop(), unanswered()):
