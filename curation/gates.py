@@ -14,7 +14,7 @@ from typing import Literal
 from arena.types import Task
 from curation.errors import CurationError
 from judging.facts import result_facts
-from judging.types import AXES, Axis, Judgment
+from judging.types import ATTESTED, AXES, Axis, Judgment
 from storage.records import JudgedTrace
 
 UnscoredPolicy = Literal["keep", "drop", "separate"]
@@ -67,6 +67,8 @@ class CurationConfig:
             (written aside to ``unscored.jsonl`` for re-judging, kept out of the training sets).
         axes: axis labels the imitation sets take as they are (stage 4); B traces neither taken
             nor converted go aside to ``axis_b.jsonl``; other labels not taken are dropped.
+            ``A`` takes ``A-attested`` traces too (A with proof); ``("A-attested",)`` requires
+            the proof (``arena curate --axis A-attested``).
         convert_axes: axis labels whose traces the conversion stage rewrites into agentic
             trajectories (``curation.conversion``) when the run has a converter (a search index);
             empty turns conversion off. A label in ``axes`` is taken as it is, never converted.
@@ -162,10 +164,15 @@ def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
     return judgment.axis
 
 
+def taken(axis: Axis, config: CurationConfig) -> bool:
+    """Whether the imitation sets take traces of this axis as they are (``A`` takes ``A-attested`` too)."""
+    return axis in config.axes or (axis == ATTESTED and "A" in config.axes)
+
+
 def converts(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> bool:
     """Whether the conversion stage rewrites this trace (its axis is to be converted, not taken as it is)."""
     axis = effective_axis(judgment, miner_axis)
-    return axis not in config.axes and axis in config.convert_axes
+    return not taken(axis, config) and axis in config.convert_axes
 
 
 def axis_route(
@@ -176,7 +183,7 @@ def axis_route(
     With ``convert`` (the run has a converter) a label to convert passes on to the conversion stage.
     """
     axis = effective_axis(judgment, miner_axis)
-    if axis in config.axes or (convert and converts(judgment, config, miner_axis)):
+    if taken(axis, config) or (convert and converts(judgment, config, miner_axis)):
         return PASS
     return aside(AXIS_B) if axis == "B" else drop(f"axis_{axis}")
 

@@ -56,6 +56,10 @@ class ArenaGroup(LazyGroup):
             "neurons.cli.env:app",
             "The arena as an RL environment: sessions with turn rewards (HTTP, OpenEnv), rollouts into data.",
         ),
+        "audit": LazyCommand(
+            "neurons.cli.audit:audit_command",
+            "Recompile a validator's revealed world round from the chain and re-judge what it published.",
+        ),
         "convert": LazyCommand(
             "neurons.cli.convert:convert_command",
             "Convert judged traces into agentic trajectories: a rationale per call, re-judged.",

@@ -52,7 +52,9 @@ def curate(
     axis: Annotated[
         str,
         typer.Option(
-            "--axis", help="Comma-separated axis labels for the imitation sets (A, B, mixed, unknown)."
+            "--axis",
+            help="Comma-separated axis labels for the imitation sets (A-attested, A, B, mixed, unknown); "
+            "A takes A-attested too, A-attested alone requires the proof.",
         ),
     ] = "A",
     split_by: Annotated[

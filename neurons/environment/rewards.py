@@ -36,12 +36,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from arena.tools import tool_kind
 from judging.answer import named_ids
 from judging.context import JudgingContext
 from judging.facts import result_facts
 from judging.grounding import check_grounding
 from judging.injection import injection_signals
-from judging.process import LOOP_REPEATS, SEARCH_TOOLS, call_key, query_key
+from judging.process import LOOP_REPEATS, call_key, query_key
 from judging.shopper import shopper_evidence
 from judging.types import GroundingEvidence
 
@@ -142,7 +143,7 @@ def _failing_repeats(ctx: JudgingContext) -> int:
     failed: set[str] = set()
     repeats = 0
     for call in ctx.calls:
-        if call.function.name not in SEARCH_TOOLS:
+        if tool_kind(call.function.name) != "search":
             continue
         key = query_key(call)
         if key is not None and key in failed:

@@ -158,8 +158,11 @@ async def gguf_policy(
 def env_caller(env: Environment, session_id: str) -> ToolCaller:
     """The agent's tool caller: each call one ``step`` of the session (in a worker thread)."""
 
-    async def call(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        action = Action(tool=name, arguments=arguments, call_id=call_id or None)
+    async def call(
+        name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
+        # The model's own text where there is one, as the tool server receives it.
+        action = Action(tool=name, arguments=raw if raw is not None else arguments, call_id=call_id or None)
         outcome = await asyncio.to_thread(env.step, session_id, action)
         return ToolResult(content=outcome.result, error=outcome.error)
 

@@ -139,6 +139,16 @@ def test_axis_route() -> None:
     assert axis_route(trace(1, t, axis="unknown").judgment, CurationConfig(axes=("A", "unknown"))) == PASS
 
 
+def test_a_attested_is_taken_where_a_is_and_can_be_required() -> None:
+    t = task(1)
+    attested, inferred = trace(1, t, axis="A-attested").judgment, trace(1, t, axis="A").judgment
+    assert axis_route(attested, CurationConfig()) == PASS
+    assert axis_route(attested, CurationConfig(), "B") == PASS  # proven: a B miner label does not overrule
+    required = CurationConfig(axes=("A-attested",))
+    assert axis_route(attested, required) == PASS
+    assert axis_route(inferred, required) == drop("axis_A") and not converts(inferred, required)
+
+
 def test_axis_route_with_a_converter_passes_the_labels_to_convert() -> None:
     t, config = task(1), CurationConfig()
     b, mixed, unknown = (trace(1, t, axis=label).judgment for label in ("B", "mixed", "unknown"))

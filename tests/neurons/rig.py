@@ -11,6 +11,8 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import EpisodeRegistry, EpisodeTokens
+from arena.gateway import Gateway, GatewayLimits
+from arena.httpguard import address_policy
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
@@ -21,7 +23,7 @@ from neurons.chain.signing import make_nonce_store
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.app import create_miner_app
 from neurons.miner.settings import MinerAppConfig
-from neurons.validator.app import MeteredToolLog, create_validator_app
+from neurons.validator.app import MeteredInferenceLog, MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import RoundDeps
 from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig
@@ -64,6 +66,7 @@ class Rig:
     config: RoundConfig
     sessions: sessionmaker[Session]
     tool_url: str
+    gateway: Gateway | None = None
 
     async def snapshot(self) -> MetagraphSnapshot:
         return await self.net.chain("validator").snapshot()
@@ -106,15 +109,24 @@ async def running_rig(
     completer: Completer | None = None,
     judge_config: JudgeConfig | None = None,
     client: Any = None,
+    gateway: GatewayLimits | None = None,
     miner_configs: Mapping[str, MinerAppConfig] | None = None,
     **config: Any,
 ) -> AsyncIterator[Rig]:
-    """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server."""
-    registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog())
+    """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server.
+
+    With ``gateway`` the validator's app offers the inference gateway too (loopback upstreams
+    allowed: the tests' models listen there), as ``rig.gateway``.
+    """
+    registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog(), inference=MeteredInferenceLog())
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, agents, miner_configs)
+        inference = Gateway(registry, address_policy(["127.0.0.0/8"]), gateway) if gateway else None
+        if inference is not None:
+            stack.push_async_callback(inference.aclose)
         tool_app = create_validator_app(
             tool_router=create_tool_router(registry, ToolContext(index=index)),
+            gateway_router=inference.router() if inference is not None else None,
             health=lambda: {"status": "ok"},
         )
         tool_url = await stack.enter_async_context(serve_app(tool_app))
@@ -135,7 +147,7 @@ async def running_rig(
         )
         values: dict[str, Any] = {"tasks_per_round": 2, "episode_seconds": 20.0}
         values.update(config)
-        yield Rig(net, deps, RoundConfig(**values), sessions, tool_url)
+        yield Rig(net, deps, RoundConfig(**values), sessions, tool_url, inference)
 
 
 def all_traces(sessions: sessionmaker[Session]) -> list[JudgedTrace]:

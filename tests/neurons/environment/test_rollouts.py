@@ -99,7 +99,7 @@ def _rows(out: Path, fmt: str) -> list[dict[str, Any]]:
 
 def test_successes_are_sft_rows_and_failures_kto_negatives(run: dict[str, Any]) -> None:
     records, out = run["records"], run["out"]
-    assert len(records) == 3 * K and all(r.axis == "A" for r in records)  # attested by the harness
+    assert len(records) == 3 * K and all(r.axis == "A-attested" for r in records)  # attested by the harness
     wins = {r.episode_id for r in records if r.success}
     assert {r.sample for r in records if r.success} == set(WINNING_SAMPLES) and len(wins) == 6
     manifest = json.loads((out / "export" / "manifest.json").read_text())

@@ -184,7 +184,7 @@ def test_an_attested_session_is_axis_a_by_its_nonces(env: Environment, env_tasks
     step(env, session, "terminate", {"status": "failure"})
     assert {e.nonce_status for e in env.log(session)} == {"valid"}
     judgment = env.judgment(session)
-    assert judgment is not None and judgment.axis == "A"
+    assert judgment is not None and judgment.axis == "A-attested"
     plain = env.reset(task_id=task.task.task_id).session_id
     step(env, plain, "find_product", {"q": "x", "page": 1})
     assert {e.nonce_status for e in env.log(plain)} == {"none"}
