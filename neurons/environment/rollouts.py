@@ -12,9 +12,9 @@ SFT rows and all kept traces as KTO rows, ``origin: rollout``.
 
 Where the policy is a model that our own harness calls (an endpoint, a GGUF), the environment
 marks every logged call as attested (``nonce_status: valid``): the harness sends exactly the
-calls the model emitted, as an inference gateway's nonces would prove, so the axis is A by its
-nonces. A ``module:function`` or ``scripted`` policy is Python that may choose calls itself: its
-axis is inferred from the trajectory, as for any miner.
+calls the model emitted (what the validator's inference gateway, ``arena.gateway``, proves for
+a miner), so the axis is ``A-attested``. A ``module:function`` or ``scripted`` policy is Python
+that may choose calls itself: its axis is inferred from the trajectory, as for any miner.
 
 A run resumes: ``samples.jsonl`` lists each finished (task, sample); a rerun plays only the rest,
 and refuses a run directory of another policy or another k.
