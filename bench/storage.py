@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT))  # the synthetic traces and the PostgreSQL harness
 from sqlalchemy import Engine, text  # noqa: E402
 
 from arena.clusters import assign_clusters  # noqa: E402
+from curation.config import CurationConfig  # noqa: E402
 from curation.export import curate_and_export  # noqa: E402
-from curation.gates import CurationConfig  # noqa: E402
 from neurons.batch import batch_collector  # noqa: E402
 from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402
 from storage.repository import iter_judged, open_round, save_judged, save_tasks  # noqa: E402

@@ -1,24 +1,24 @@
 """The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
 
-Stages (``curation.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
-5 ranking, 6 convert (traces of the labels to convert become agentic trajectories,
-``curation.conversion``, when dedup reaches them and their caps are open; every other trace
-passes as it is), 7 dedup and caps, 8 split (with the task audit enforced; ``curation.split``).
-Ranking runs before dedup, because dedup collapses each group onto its best-ranked trace;
-conversion runs inside dedup's walk (``curation.dedup``), because most traces of a busy task are
-capped, and converting them first was most of curation's time.
+The stages, in order (``curation.funnel.STAGES``; one module each under ``curation.stages``):
+``normalise``, ``hard_rejects``, ``reasoning_gate``, ``axis``, ``ranking``, ``convert`` (traces
+of the labels to convert become agentic trajectories, ``curation.conversion``, when dedup
+reaches them and their caps are open; every other trace passes as it is), ``dedup`` (and the
+caps), ``split`` (with the task audit enforced). Ranking runs before dedup, because dedup
+collapses each group onto its best-ranked trace; conversion runs inside dedup's walk
+(``curation.stages.dedup``), because most traces of a busy task are capped, and converting them
+first was most of curation's time.
 
 Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces, fewer
 where their trajectories reach ``storage.traces.PAGE_CHARS``; the workspace is written at the
-same bound);
-stages 1-5 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
-``Row`` (canonical record, dedup keys, rank; a trace to convert as its source, pending). Stages
-6-7 then walk the workspace one leak cluster at a time, best-ranked first, holding only that
-cluster's kept step sets and cap counters, and the pool's window of sources being converted
-(re-read from the database). So memory is O(batch_size + window + largest cluster's kept
-traces + tasks), never O(traces); the disk holds the surviving records once. The split, the
-audit and the GRPO rows need the observed tasks, which the run keeps as read
-(``Curation.tasks``: each task validated once per run).
+same bound); the stages up to ``ranking`` are per trace, and each survivor goes to an on-disk
+``Workspace`` as one compact ``Row`` (canonical record, dedup keys, rank; a trace to convert as
+its source, pending). ``convert`` and ``dedup`` then walk the workspace one leak cluster at a
+time, best-ranked first, holding only that cluster's kept step sets and cap counters, and the
+pool's window of sources being converted (re-read from the database). So memory is
+O(batch_size + window + largest cluster's kept traces + tasks), never O(traces); the disk holds
+the surviving records once. The split, the audit and the GRPO rows need the observed tasks,
+which the run keeps as read (``Curation.tasks``: each task validated once per run).
 """
 
 from __future__ import annotations
@@ -27,29 +27,27 @@ import gc
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from functools import partial
 
 from sqlalchemy.orm import Session
 
+from arena.audit import AuditReport
+from arena.types import Task
 from curation.chat import normalise
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter
 from curation.conversion.pool import IN_PROCESS, ConversionPool, Job, Workers
-from curation.convert_stage import Outcome, convert_outcome, prospective_keys, workspace_row
-from curation.dedup import dedup
 from curation.funnel import Funnel
-from curation.gates import (
-    MAIN,
-    CurationConfig,
-    Gate,
-    Stream,
-    axis_route,
-    converts,
-    hard_reject,
-    reasoning_gate,
-    turn_rewards,
-)
-from curation.split import Curation, split_and_audit, surviving_tasks
+from curation.rewards import turn_rewards
+from curation.stages.axis import axis_route, converts
+from curation.stages.convert import Outcome, convert_outcome, prospective_keys
+from curation.stages.dedup import dedup
+from curation.stages.hard_rejects import hard_reject
+from curation.stages.reasoning_gate import reasoning_gate
+from curation.stages.split import Split, side_of, split_and_audit, surviving_tasks
+from curation.stages.stage import MAIN, Gate, Stream
+from curation.survivor import workspace_row
 from curation.workspace import Observed, Row, Workspace
 from judging.axis import axis_for_miner
 from judging.types import Axis
@@ -57,6 +55,24 @@ from storage.records import JudgedTrace
 from storage.traces import PAGE_CHARS, iter_judged, judged_miners, recent_trajectories
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Curation:
+    """A finished curation run: its workspace (surviving traces), observed tasks, funnel, split and audit."""
+
+    config: CurationConfig
+    workspace: Workspace
+    funnel: Funnel
+    tasks: dict[str, Task] = field(default_factory=dict)  # every observed task, by id
+    # The world each observed world task ran on ({"world_id", "pack_hash"}); static tasks are absent.
+    worlds: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    cluster_split: dict[str, Split] = field(default_factory=dict)
+    audit: AuditReport | None = None
+
+    def split(self, cluster: str) -> Split:
+        """The side of the split a leak cluster is on."""
+        return side_of(cluster, self.cluster_split, self.config)
 
 
 def curate(
@@ -106,7 +122,10 @@ def curate(
     with ConversionPool(job, converter=converter, workers=workers, gc_threshold=threshold) as pool:
         dedup(workspace, config, funnel, session=session, pool=pool)
     task_ids = set(curation.tasks) if audit_all_tasks else surviving_tasks(workspace)
-    split_and_audit(session, curation, task_ids)
+    exported = [curation.tasks[task_id] for task_id in sorted(task_ids)]
+    curation.cluster_split, curation.audit = split_and_audit(
+        session, exported=exported, workspace=workspace, funnel=funnel, config=config
+    )
     logger.info(
         "curate traces=%d kept=%d train=%d eval=%d",
         read,
@@ -140,7 +159,7 @@ def _ingest(
     miner_axes: dict[str, Axis],
     converter: Converter | None,
 ) -> tuple[int, int]:
-    """Stream every trace through stages 1-5 into the workspace; the traces read and the last seq."""
+    """Stream every trace through the per-trace stages into the workspace; the traces read, the last seq."""
     workspace, config, funnel = curation.workspace, curation.config, curation.funnel
     read, last_seq, page, page_chars = 0, 0, [], 0
     for trace in iter_judged(session, batch_size=config.batch_size):
@@ -193,7 +212,7 @@ def _stages(
     miner_axis: Axis | None,
     converter: Converter | None,
 ) -> Row | None:
-    """Run stages 1-5 on one trace; its workspace row (pending where it is to convert), or None."""
+    """Run the per-trace stages on one trace; its workspace row (pending where it is to convert), or None."""
     funnel.entered("normalise")
     record = normalise(trace)
     if isinstance(record, str):

@@ -29,12 +29,12 @@ from datasets import Dataset
 from sqlalchemy.orm import Session
 
 from curation.card import dataset_card
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter
 from curation.conversion.pool import IN_PROCESS, Workers
-from curation.curate import curate
+from curation.curate import Curation, curate
 from curation.errors import CurationError
 from curation.formats import FEATURES, FORMATS, ORIGINS, validate_row
-from curation.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split, cluster_of
 from curation.manifest import build_manifest
 from curation.rows import (
     STATIC_WORLD,
@@ -46,7 +46,8 @@ from curation.rows import (
     pair_provenance,
     sft_row,
 )
-from curation.split import Curation
+from curation.stages.split import SPLITS, Split, cluster_of
+from curation.stages.stage import AXIS_B, MAIN, UNSCORED
 from curation.workspace import RANK_ORDER, Row, Workspace
 
 PARQUET_CHUNK = 500  # rows per Parquet batch, or fewer where they reach PARQUET_CHUNK_CHARS

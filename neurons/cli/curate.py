@@ -11,12 +11,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from arena.errors import SearchIndexError
+from curation.config import CurationConfig, SplitBy, UnscoredPolicy
 from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.errors import CurationError, SplitLeakError
 from curation.export import curate_and_export
 from curation.formats import FORMATS
-from curation.gates import CurationConfig, SplitBy, UnscoredPolicy
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS

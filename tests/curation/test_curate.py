@@ -13,34 +13,26 @@ from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, NEAR_DUP_THRESHOLD
 from arena.types import Message
 from arena.wording import jaccard, shingles
 from curation.chat import MESSAGE_KEYS, ChatRecord, normalise
-from curation.curate import curate
-from curation.dedup import dedup
+from curation.config import CurationConfig
+from curation.curate import Curation, curate
 from curation.errors import CurationError, SplitLeakError
 from curation.funnel import Funnel
-from curation.gates import (
-    AXIS_B,
-    MAIN,
-    PASS,
-    UNSCORED,
-    CurationConfig,
-    aside,
-    axis_route,
-    converts,
-    drop,
-    hard_reject,
-    positive,
-    reasoning_gate,
-    split_of,
-    turn_rewards,
-)
-from curation.signature import strategy, structural_score
-from curation.split import Curation
+from curation.labels import positive
+from curation.rewards import turn_rewards
+from curation.signature import strategy
+from curation.stages.axis import axis_route, converts
+from curation.stages.dedup import dedup
+from curation.stages.hard_rejects import hard_reject
+from curation.stages.ranking import structural_score
+from curation.stages.reasoning_gate import reasoning_gate
+from curation.stages.split import split_of
+from curation.stages.stage import AXIS_B, MAIN, PASS, UNSCORED, aside, drop
 from curation.workspace import Row, Workspace
 from judging.types import ProcessStats
-from tests.curation.planted import judged, store, task, trace, with_messages
 from tests.curation import planted
+from tests.curation.planted import judged, store, task, trace, with_messages
 
-# ------------------------------------------------------------------ stage 1: normalise
+# ------------------------------------------------------------------ normalise
 
 
 def test_normalise_gives_the_canonical_chat_schema() -> None:
@@ -105,7 +97,7 @@ def test_normalise_accepts_a_prompt_without_system_message() -> None:
     assert isinstance(record, ChatRecord) and record.prompt_length == 1
 
 
-# ------------------------------------------------------------------ stages 2-4
+# ------------------------------------------------------------------ hard_rejects, reasoning_gate, axis
 
 
 def test_hard_rejects() -> None:
@@ -246,7 +238,7 @@ def test_kto_label_is_absolute() -> None:
     assert not positive(trace(1, t, hallucinated=["zz"]).judgment, config)
 
 
-# ------------------------------------------------------------------ stage 5: ranking, stage 6 keys
+# ------------------------------------------------------------------ ranking, dedup keys
 
 
 def test_structural_score_orders_by_verification_loops_hallucination_reformulation_depth() -> None:

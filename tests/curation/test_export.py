@@ -15,10 +15,10 @@ from datasets import load_dataset
 from sqlalchemy.orm import Session
 
 from curation.chat import message
+from curation.config import CurationConfig
 from curation.errors import CurationError, RowError, SplitLeakError
 from curation.export import curate_and_export
 from curation.formats import FEATURES, FORMATS, PROVENANCE_COLUMNS, WORLD_COLUMNS, validate_row
-from curation.gates import CurationConfig
 from curation.manifest import read_manifest, refuse_leaks, training_clusters
 from curation.rows import NATIVE_COLUMNS, STATIC_WORLD
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace

@@ -17,11 +17,11 @@ from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, result_ha
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.types import WorldPack
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter, convert_judged
 from curation.conversion.results import Converted, Dropped
 from curation.export import curate_and_export
 from curation.formats import WORLD_COLUMNS
-from curation.gates import CurationConfig
 from judging.world import WorldJudging
 from storage import repository
 from storage.records import JudgedTrace

@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
 from arena.index import SearchIndex
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.conversion.results import CONVERTER_VERSION
-from curation.convert_stage import convert_outcome, prospective_keys
 from curation.export import curate_and_export
 from curation.formats import PROVENANCE_COLUMNS
-from curation.gates import CurationConfig
+from curation.stages.convert import convert_outcome, prospective_keys
 from storage import repository
 from storage.records import JudgedTrace
 from storage.tasks import save_tasks
