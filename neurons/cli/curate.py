@@ -16,7 +16,7 @@ from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.errors import CurationError, SplitLeakError
 from curation.export import curate_and_export
-from curation.formats import FORMATS
+from curation.formats import FORMATS, Format, formats_named
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress
 from neurons.metrics import CURATION_ROWS
@@ -24,12 +24,17 @@ from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import StorageError
 from storage.traces import count_judged
 
+ALL_FORMATS = ",".join(fmt.name for fmt in FORMATS)
 
-def _formats(value: str) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-    unknown = [c for c in chosen if c not in FORMATS]
-    if unknown or not chosen:
-        fail(f"--format takes a comma-separated subset of {','.join(FORMATS)}, got {value!r}")
+
+def _formats(value: str) -> tuple[Format, ...]:
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    try:
+        chosen = formats_named(names)
+    except CurationError as exc:
+        fail(f"--format: {exc}")
+    if not chosen:
+        fail(f"--format takes a comma-separated list of formats, got {value!r}")
     return chosen
 
 
@@ -40,7 +45,7 @@ def curate(
     ],
     fmt: Annotated[
         str, typer.Option("--format", help="Comma-separated formats to write: sft, kto, dpo, grpo.")
-    ] = ",".join(FORMATS),
+    ] = ALL_FORMATS,
     min_reasoning: Annotated[
         float,
         typer.Option("--min-reasoning", min=0.0, max=1.0, help="Drop traces whose reasoning value is below."),
@@ -181,7 +186,7 @@ def _run(
     db: str,
     out: Path,
     config: CurationConfig,
-    formats: tuple[str, ...],
+    formats: tuple[Format, ...],
     converter: Converter | None,
     workers: int,
 ) -> dict[str, Any]:

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
+import pytest
+from datasets import Features, List, Value
 from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
+import curation.formats
+from curation.curate import Curation
+from curation.formats import FORMATS, ExportRow, Format
+from curation.stages.stage import MAIN
 from neurons.cli import app
 from storage.db import make_engine, make_sessionmaker, upgrade
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
@@ -103,3 +112,70 @@ def test_a_leaking_split_exits_1_and_writes_nothing(tmp_path: Path) -> None:
     code, output = run("--db", url, "--out", str(out), "--eval-share", str(GOLDEN_EVAL_SHARE))
     assert code == 1 and "split leaks" in output
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ a format added in a test only
+
+
+def _answer_rows(curation: Curation) -> Iterator[ExportRow]:
+    for row in curation.workspace.kept(MAIN):
+        yield ExportRow(
+            {"task_id": row.task_id, "answer": list(row.answer)},
+            row.episode_id,
+            row.task_id,
+            row.cluster,
+            (row,),
+        )
+
+
+def _answer_check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
+    if not row["answer"]:
+        problems.append("answer must name a product")
+
+
+ANSWERS = Format(
+    name="answers",
+    features=Features({"task_id": Value("string"), "answer": List(Value("string"))}),
+    build=_answer_rows,
+    check=_answer_check,
+    card_columns=("task_id", "answer"),
+    dataset_type="each kept trace's answer",
+    trainer="RewardTrainer",
+)
+
+
+def test_a_format_added_in_a_test_is_exported_by_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new format is its record and its entry in ``FORMATS``: nothing else changes for it."""
+    monkeypatch.setattr(curation.formats, "FORMATS", (*FORMATS, ANSWERS))
+    url = database(tmp_path / "arena.db")
+    out = tmp_path / "export"
+    code, output = run(
+        "--db",
+        url,
+        "--out",
+        str(out),
+        "--format",
+        "kto,answers",
+        "--eval-share",
+        str(GOLDEN_EVAL_SHARE),
+        "--miner-axis-sample",
+        "0",
+        "--json",
+    )
+    assert code == 0, output
+    summary = json.loads(output)
+    assert summary["exports"]["answers"] == summary["exports"]["kto"]  # one row per kept trace
+    assert summary["exports"]["answers"]["train"] > 0
+    for side in ("", "eval/"):
+        rows = [json.loads(line) for line in (out / f"{side}answers.jsonl").read_text().splitlines()]
+        assert len(rows) == summary["exports"]["answers"][side.rstrip("/") or "train"]
+        assert all(set(row) == {"task_id", "answer"} and row["answer"] for row in rows)
+        table = pq.read_table(out / f"{side}answers.parquet")
+        assert table.num_rows == len(rows) and Features.from_arrow_schema(table.schema) == ANSWERS.features
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert ANSWERS.card_line in card and "| `answers.jsonl` | answers | train |" in card
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["files"]["answers.jsonl"]["provenance"]  # episode ids, as for any format
+    assert "answers" not in summary["origins"]  # no provenance columns: not counted native / converted
