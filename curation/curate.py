@@ -1,6 +1,6 @@
 """The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
 
-The stages, in order (``curation.funnel.STAGES``; one module each under ``curation.stages``):
+The stages, in order (``curation.stages.STAGES``; one module each under ``curation.stages``):
 ``normalise``, ``hard_rejects``, ``reasoning_gate``, ``axis``, ``ranking``, ``convert`` (traces
 of the labels to convert become agentic trajectories, ``curation.conversion``, when dedup
 reaches them and their caps are open; every other trace passes as it is), ``dedup`` (and the
@@ -40,13 +40,12 @@ from curation.conversion.convert import Converter
 from curation.conversion.pool import IN_PROCESS, ConversionPool, Job, Workers
 from curation.funnel import Funnel
 from curation.rewards import turn_rewards
-from curation.stages.axis import axis_route, converts
+from curation.stages import TRACE_GATES
+from curation.stages.axis import converts
 from curation.stages.convert import Outcome, convert_outcome, prospective_keys
 from curation.stages.dedup import dedup
-from curation.stages.hard_rejects import hard_reject
-from curation.stages.reasoning_gate import reasoning_gate
 from curation.stages.split import Split, side_of, split_and_audit, surviving_tasks
-from curation.stages.stage import MAIN, Gate, Stream
+from curation.stages.stage import MAIN, Gate, Stream, TraceContext
 from curation.survivor import workspace_row
 from curation.workspace import Observed, Row, Workspace
 from judging.axis import axis_for_miner
@@ -219,26 +218,19 @@ def _stages(
         funnel.drop("normalise", record)
         return None
     funnel.passed("normalise")
-    funnel.entered("hard_rejects")
-    reason = hard_reject(trace)
-    if reason:
-        funnel.drop("hard_rejects", reason)
-        return None
-    funnel.passed("hard_rejects")
-    stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
-    if stream == MAIN:
-        route = axis_route(trace.judgment, config, miner_axis, convert=converter is not None)
-        stream = _gate(funnel, "axis", route)
-    if stream is None:
-        return None
-    if stream != MAIN:
-        return workspace_row(trace, record, stream, config)
+    context = TraceContext(config, miner_axis, converting=converter is not None)
+    for name, gate in TRACE_GATES:
+        stream = _gate(funnel, name, gate(trace, context))
+        if stream is None:
+            return None
+        if stream != MAIN:  # set aside: written to its stream's file, past the later stages
+            return workspace_row(trace, record, stream, config)
     funnel.entered("ranking")
     funnel.passed("ranking")
     if converter is not None and converts(trace.judgment, config, miner_axis):
         keys = prospective_keys(trace, converter.config)
-        return workspace_row(trace, record, stream, config, pending=keys)
-    return workspace_row(trace, record, stream, config)
+        return workspace_row(trace, record, MAIN, config, pending=keys)
+    return workspace_row(trace, record, MAIN, config)
 
 
 def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:

@@ -12,24 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-FUNNEL_SCHEMA = "arena.funnel/1"
+from curation.stages import STAGE_NAMES, STAGES
 
-# (name, what it does), in the order the stages run.
-STAGES: tuple[tuple[str, str], ...] = (
-    ("normalise", "canonical chat schema (messages + tools); prompt is the task's query"),
-    ("hard_rejects", "any judge reject, fabricated tool results, an episode that did not complete"),
-    ("reasoning_gate", "the reasoning judge's value against --min-reasoning; unscored per policy"),
-    ("axis", "axis labels kept for imitation sets or to convert; B not converted set aside"),
-    ("ranking", "structural score: verified, reformulations, depth, no loops, no hallucinated ids"),
-    (
-        "convert",
-        "converted labels (default B, mixed) rewritten as agentic trajectories, re-judged, "
-        "where dedup reaches them with their caps open",
-    ),
-    ("dedup", "exact and near duplicate strategies per leak cluster; caps per (task, miner) and task"),
-    ("split", "train / eval by leak cluster, audited for leaks across the split"),
-)
-STAGE_NAMES = tuple(name for name, _ in STAGES)
+FUNNEL_SCHEMA = "arena.funnel/1"
 
 
 @dataclass
@@ -59,10 +44,10 @@ class StageCount:
 
 @dataclass
 class Funnel:
-    """The counts of a curation run, stage by stage (see ``STAGES``)."""
+    """The counts of a curation run, stage by stage (``curation.stages.STAGES``)."""
 
     stages: dict[str, StageCount] = field(
-        default_factory=lambda: {name: StageCount(name, text) for name, text in STAGES}
+        default_factory=lambda: {stage.name: StageCount(stage.name, stage.description) for stage in STAGES}
     )
     source: dict[str, Any] = field(default_factory=dict)
     splits: dict[str, dict[str, int]] = field(default_factory=dict)

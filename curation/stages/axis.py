@@ -7,8 +7,9 @@ A trace is curated under its own axis label, overruled when its miner is labelle
 from __future__ import annotations
 
 from curation.config import CurationConfig
-from curation.stages.stage import AXIS_B, PASS, Gate, aside, drop
+from curation.stages.stage import AXIS_B, PASS, Gate, TraceContext, aside, drop
 from judging.types import Axis, Judgment
+from storage.records import JudgedTrace
 
 
 def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
@@ -31,14 +32,14 @@ def converts(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None
     return axis not in config.axes and axis in config.convert_axes
 
 
-def axis_route(
-    judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None, *, convert: bool = False
-) -> Gate:
+def axis_route(trace: JudgedTrace, context: TraceContext) -> Gate:
     """On to the imitation sets; B aside into ``AXIS_B``; other labels dropped (``axis_<label>``).
 
-    With ``convert`` (the run has a converter) a label to convert passes on to the conversion stage.
+    Where the run converts (``context.converting``), a label to convert passes on to the
+    conversion stage.
     """
+    judgment, config, miner_axis = trace.judgment, context.config, context.miner_axis
     axis = effective_axis(judgment, miner_axis)
-    if axis in config.axes or (convert and converts(judgment, config, miner_axis)):
+    if axis in config.axes or (context.converting and converts(judgment, config, miner_axis)):
         return PASS
     return aside(AXIS_B) if axis == "B" else drop(f"axis_{axis}")

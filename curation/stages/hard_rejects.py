@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from curation.stages.stage import PASS, Gate, TraceContext, drop
 from storage.records import JudgedTrace
 
 
-def hard_reject(trace: JudgedTrace) -> str | None:
-    """The reason a trace is rejected outright, or None."""
+def hard_reject(trace: JudgedTrace, context: TraceContext) -> Gate:
+    """Drop a trace with a judge's reject (the first named), a fabricated result, or an incomplete end."""
     judgment = trace.judgment
     if judgment.rejects:
-        return f"reject:{judgment.rejects[0]}"
+        return drop(f"reject:{judgment.rejects[0]}")
     if judgment.fabricated:
-        return "fabricated"
+        return drop("fabricated")
     if trace.episode.end != "completed" or judgment.end != "completed":
-        return f"end:{trace.episode.end if trace.episode.end != 'completed' else judgment.end}"
-    return None
+        return drop(f"end:{trace.episode.end if trace.episode.end != 'completed' else judgment.end}")
+    return PASS

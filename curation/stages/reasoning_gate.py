@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from curation.config import CurationConfig
-from curation.stages.stage import PASS, UNSCORED, Gate, aside, drop
-from judging.types import Judgment
+from curation.stages.stage import PASS, UNSCORED, Gate, TraceContext, aside, drop
+from storage.records import JudgedTrace
 
 
-def reasoning_gate(judgment: Judgment, config: CurationConfig) -> Gate:
-    """The reasoning judge's value against the minimum; unscored traces per ``config.unscored``."""
-    verdict = judgment.reasoning
+def reasoning_gate(trace: JudgedTrace, context: TraceContext) -> Gate:
+    """The reasoning judge's value against ``min_reasoning``; an unscored trace per ``unscored``."""
+    verdict, config = trace.judgment.reasoning, context.config
     if verdict.injection_flagged:
         return drop("injection_flagged")
     if verdict.value is None:
