@@ -264,7 +264,7 @@ def curation(
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        stages = {s["stage"]: s for s in funnel["stages"]}
+        stages = funnel["stages"]
         exported = sorted((root / f"export-{name}").rglob("*.jsonl"))
         figures[name] = {
             "workers": count.count,

@@ -178,7 +178,7 @@ def curation(url: str) -> dict[str, Any]:
         "traces": traces,
         "seconds": round(seconds, 2),
         "rate": round(traces / seconds, 1),
-        "stages": {s["stage"]: [s["in"], s["out"]] for s in funnel["stages"]},
+        "stages": {name: [s["in"], s["out"]] for name, s in funnel["stages"].items()},
         "exports": funnel["exports"],
         "export_bytes": exported,
         # ru_maxrss is the process's peak so far (KiB on Linux): before includes the ingest phase.

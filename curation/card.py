@@ -115,8 +115,8 @@ def dataset_card(
         "| stage | in | out | dropped | aside |",
         "| --- | --- | --- | --- | --- |",
         *(
-            f"| {s['stage']} | {s['in']} | {s['out']} | {_reasons(s['dropped'])} | {_reasons(s['aside'])} |"
-            for s in funnel["stages"]
+            f"| {name} | {s['in']} | {s['out']} | {_reasons(s['dropped'])} | {_reasons(s['aside'])} |"
+            for name, s in funnel["stages"].items()
         ),
         "",
         f"Audit: {'passed' if funnel['audit'].get('ok') else 'FAILED'} "

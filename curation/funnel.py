@@ -3,7 +3,8 @@
 Every stage keeps ``in == out + sum(dropped) + sum(aside)``: a trace leaves a stage by passing,
 by being dropped for a named reason, or by being set aside into its own file (axis B traces,
 unscored traces under ``unscored="separate"``). ``funnel.json`` is ``Funnel.to_json()`` plus
-the export's row counts.
+the export's row counts; its ``stages`` are keyed by the stages' names (``curation.stages``), in
+the order they run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 from curation.stages import STAGE_NAMES, STAGES
 
-FUNNEL_SCHEMA = "arena.funnel/1"
+# /2: stages keyed by name, in run order (/1 listed them, each with a "stage" field).
+FUNNEL_SCHEMA = "arena.funnel/2"
 
 
 @dataclass
@@ -30,9 +32,8 @@ class StageCount:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the stage as ``funnel.json`` writes it."""
+        """Return the stage as ``funnel.json`` writes it (under its name)."""
         return {
-            "stage": self.name,
             "description": self.description,
             "in": self.n_in,
             "out": self.n_out,
@@ -88,7 +89,7 @@ class Funnel:
             "schema": FUNNEL_SCHEMA,
             "config": self.config,
             "source": self.source,
-            "stages": [self.stages[name].to_json() for name in STAGE_NAMES],
+            "stages": {name: self.stages[name].to_json() for name in STAGE_NAMES},
             "splits": self.splits,
             "exports": self.exports,
             "origins": self.origins,

@@ -154,8 +154,8 @@ def curate(
     if as_json:
         typer.echo(json.dumps(_summary(funnel, out), indent=2))
         return
-    for stage in funnel["stages"]:
-        typer.echo(f"{stage['stage']:>15}: {stage['in']:>7} in {stage['out']:>7} out  {_reasons(stage)}")
+    for name, stage in funnel["stages"].items():
+        typer.echo(f"{name:>15}: {stage['in']:>7} in {stage['out']:>7} out  {_reasons(stage)}")
     for name, sides in funnel["exports"].items():
         typer.echo(f"{name:>15}: train {sides['train']:>7}  eval {sides['eval']:>7}")
     typer.echo(f"wrote {out}")
@@ -227,7 +227,7 @@ def _run(
 
 
 def _stage_rows(funnel: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    return {stage["stage"]: (stage["in"], stage["out"]) for stage in funnel["stages"]}
+    return {name: (stage["in"], stage["out"]) for name, stage in funnel["stages"].items()}
 
 
 def _reasons(stage: dict[str, Any]) -> str:
@@ -242,7 +242,7 @@ def _summary(funnel: dict[str, Any], out: Path) -> dict[str, Any]:
         "out": str(out),
         "source": funnel["source"],
         "stages": {
-            s["stage"]: {k: s[k] for k in ("in", "out", "dropped", "aside")} for s in funnel["stages"]
+            name: {k: s[k] for k in ("in", "out", "dropped", "aside")} for name, s in funnel["stages"].items()
         },
         "splits": funnel["splits"],
         "exports": funnel["exports"],

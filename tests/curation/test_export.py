@@ -99,7 +99,7 @@ def test_golden_population_fills_every_format_on_both_sides(
         assert funnel["exports"][fmt.name]["train"] > 0, fmt.name
     assert funnel["exports"]["dpo"]["eval"] > 0 and funnel["exports"]["sft"]["eval"] > 0
     assert funnel["exports"]["axis_b"]["train"] == 1
-    stages = {s["stage"]: s for s in funnel["stages"]}
+    stages = funnel["stages"]
     assert stages["dedup"]["dropped"] == {"exact_duplicate": 1}
     assert stages["normalise"]["dropped"] == {"no_trajectory": 1}
 
