@@ -42,7 +42,14 @@ from curation.funnel import Funnel
 from curation.rewards import turn_rewards
 from curation.stages import TRACE_GATES
 from curation.stages.axis import converts
-from curation.stages.convert import Outcome, convert_outcome, prospective_keys
+from curation.stages.convert import (
+    FIXES,
+    NO_INDEX,
+    Outcome,
+    conversion_off,
+    convert_outcome,
+    prospective_keys,
+)
 from curation.stages.dedup import dedup
 from curation.stages.split import Split, side_of, split_and_audit, surviving_tasks
 from curation.stages.stage import MAIN, Gate, Stream, TraceContext
@@ -82,6 +89,7 @@ def curate(
     audit_all_tasks: bool = False,
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
+    conversion_off_because: str = NO_INDEX,
     workers: Workers = IN_PROCESS,
 ) -> Curation:
     """Run the funnel over every judged trace in the database.
@@ -95,7 +103,9 @@ def curate(
         progress: called with the number of traces read after each page.
         converter: the search index the traces were judged on, the rationale writer and the
             conversion settings; None turns the conversion stage off (nothing to replay against):
-            B traces then go aside and the other labels to convert are dropped, as before.
+            B traces then go aside and the other labels to convert are dropped, and the
+            ``convert`` stage's notes say so (``curation.stages.convert.conversion_off``).
+        conversion_off_because: why there is no converter, as the notes state it.
         workers: conversion worker processes (``curation.conversion.pool``), where the converter
             was opened from a spec (``ConverterSpec.open``); otherwise, or at one, conversion runs
             in this process. The export is the same byte for byte either way.
@@ -109,9 +119,9 @@ def curate(
     if miner_axes:
         funnel.stages["axis"].notes["miner_axes"] = dict(sorted(Counter(miner_axes.values()).items()))
     curation = Curation(config=config, workspace=workspace, funnel=funnel)
-    if converter is None and config.convert_axes:
-        funnel.stages["convert"].notes["off"] = "no search index"
     read, last_seq = _ingest(session, curation, progress, miner_axes, converter)
+    if converter is None and config.convert_axes:
+        funnel.stages["convert"].notes["off"] = conversion_off(funnel, config, why=conversion_off_because)
     funnel.source = {"traces": read, "last_seq": last_seq}
     job: Job[JudgedTrace, Outcome | None] = partial(convert_outcome, config=config)
     if converter is None or converter.spec is None:
@@ -120,6 +130,9 @@ def curate(
     threshold = gc.get_threshold()
     with ConversionPool(job, converter=converter, workers=workers, gc_threshold=threshold) as pool:
         dedup(workspace, config, funnel, session=session, pool=pool)
+    fixes = {cause: FIXES[cause] for cause in funnel.stages["convert"].dropped if cause in FIXES}
+    if fixes:  # traces the conversion could not run on for want of something the caller can give
+        funnel.stages["convert"].notes["fix"] = fixes
     task_ids = set(curation.tasks) if audit_all_tasks else surviving_tasks(workspace)
     exported = [curation.tasks[task_id] for task_id in sorted(task_ids)]
     curation.cluster_split, curation.audit = split_and_audit(

@@ -38,6 +38,7 @@ from curation.conversion.pool import IN_PROCESS, Workers
 from curation.curate import Curation, curate
 from curation.formats import FORMATS, ORIGINS, Format, validate_row
 from curation.manifest import build_manifest
+from curation.stages.convert import NO_INDEX
 from curation.stages.split import SPLITS, Split
 from curation.stages.stage import AXIS_B, UNSCORED, Stream
 from curation.workspace import Row, Workspace
@@ -125,6 +126,7 @@ def curate_and_export(
     source: str = "",
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
+    conversion_off_because: str = NO_INDEX,
     workers: Workers = IN_PROCESS,
 ) -> dict[str, Any]:
     """Run the funnel over the database and write the export to ``out_dir``; return ``funnel.json``'s content.
@@ -139,6 +141,7 @@ def curate_and_export(
         progress: called with the number of traces read so far.
         converter: what the conversion stage needs (``curation.conversion.convert.Converter``:
             the search index, the writer, the settings); None: no conversion.
+        conversion_off_because: why there is no converter (``funnel.json``'s convert notes).
         workers: conversion worker processes, for a converter opened from a spec (``curate``).
 
     Raises:
@@ -154,6 +157,7 @@ def curate_and_export(
             audit_all_tasks=any(fmt.every_task for fmt in formats),
             progress=progress,
             converter=converter,
+            conversion_off_because=conversion_off_because,
             workers=workers,
         )
         return export(curation, out_dir, formats=formats, source=source)

@@ -10,6 +10,7 @@ process converted. The walk that decides which traces to convert is ``curation.s
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from arena.arguments import split_product_ids
 from curation.chat import RECOMMEND, normalise
@@ -17,11 +18,39 @@ from curation.config import CurationConfig
 from curation.conversion.convert import Converter, convert_judged, run_now
 from curation.conversion.pruning import prune, questions_scored
 from curation.conversion.results import ConversionConfig, Converted
+from curation.funnel import Funnel
 from curation.signature import Strategy, strategy_of
-from curation.stages.stage import MAIN
+from curation.stages.stage import AXIS_B, MAIN
 from curation.survivor import workspace_row
 from curation.workspace import Row
 from storage.records import JudgedTrace
+
+# Why the stage could not run on some traces, and what the caller gives to make it run: the
+# stage's notes in funnel.json name it, and `arena curate` repeats it on stderr.
+NO_INDEX = "no search index"
+FIXES = {
+    "off": "--index DIR: the search index the traces were judged on (the validator records its own)",
+    "unknown_world": "--worlds DIR: the world packs the traces ran on (the validator's world cache)",
+}
+
+
+def conversion_off(funnel: Funnel, config: CurationConfig, *, why: str) -> dict[str, Any]:
+    """The ``convert`` stage's note where the run has no converter: why, what it cost, and the fix.
+
+    Without a converter the ``axis`` stage sets aside (``axis_b``) or drops (``axis_<label>``)
+    every trace of a label to convert; those are the traces the note counts.
+    """
+    axis = funnel.stages["axis"]
+    aside = axis.aside[AXIS_B] if "B" in config.convert_axes else 0
+    dropped = {
+        f"axis_{label}": axis.dropped[f"axis_{label}"] for label in config.convert_axes if label != "B"
+    }
+    return {
+        "reason": why,
+        "set_aside": {AXIS_B: aside} if aside else {},
+        "dropped": {reason: n for reason, n in sorted(dropped.items()) if n},
+        "fix": FIXES["off"],
+    }
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,28 @@ from curation.conversion.pool import ConversionPool, Workers
 from curation.conversion.results import ConversionConfig
 from curation.conversion.step import RationaleWriter
 from curation.conversion.template import TemplateWriter
+from curation.stages.convert import FIXES
 from judging.types import AXES
 from neurons.batch import batch_collector
-from neurons.cli.console import fail, progress
+from neurons.cli.console import fail, progress, warn
+from neurons.cli.validator_files import conversion_files
+from storage.paths import ValidatorPaths, read_paths
 from storage.records import JudgedTrace
 
 TEACHER_KEY_ENV = "ARENA_TEACHER_API_KEY"
+UNKNOWN_WORLD = "unknown_world"
 
 
 def convert_command(
-    index: Annotated[
-        Path, typer.Option("--index", help="Search index the traces were judged on (arena catalog build).")
-    ],
     out: Annotated[Path, typer.Option("--out", help="Output JSONL: one conversion or drop per trace.")],
+    index: Annotated[
+        Path | None,
+        typer.Option(
+            "--index",
+            help="Search index the traces were judged on (arena catalog build). Default: the one the "
+            "validator recorded in the database (--db), else ~/.arena/validator/index.",
+        ),
+    ] = None,
     db: Annotated[str | None, typer.Option("--db", help="Read judged traces from this database URL.")] = None,
     traces: Annotated[
         Path | None, typer.Option("--traces", help="Read judged traces from this JSONL file instead.")
@@ -45,8 +54,8 @@ def convert_command(
         Path | None,
         typer.Option(
             "--worlds",
-            help="World packs the traces ran on: one pack, or a directory of packs (the validator's "
-            "world cache, ~/.arena/validator/worlds). Without it, world traces drop as unknown_world.",
+            help="World packs the traces ran on: one pack, or a directory of packs. Default: the "
+            "validator's world cache as recorded in the database (--db), else ~/.arena/validator/worlds.",
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Convert at most this many traces.")] = None,
@@ -83,7 +92,11 @@ def convert_command(
     format and grounding pass, >= 75% of steps driven) or dropped with the failing check.
     See docs/curation.md. Exits 2 on bad input.
 
-    Example: arena convert --db sqlite:///validator.db --index ~/.arena/validator/index --out converted.jsonl
+    Without --index and --worlds, the index and world packs the validator recorded in the database
+    are used (docs/curation.md); no index found is an error, and world traces whose packs are not
+    found are counted with the flag that fixes it (a warning on stderr).
+
+    Example: arena convert --db sqlite:///validator.db --out converted.jsonl
     """
     if (db is None) == (traces is None):
         fail("pass exactly one of --db and --traces")
@@ -96,9 +109,12 @@ def convert_command(
     from arena.errors import SearchIndexError
 
     _check_worlds(worlds)
+    files = conversion_files(index, worlds, _recorded(db) if db is not None else ValidatorPaths())
+    if files.index is None:
+        fail(f"{files.missing}; pass --index DIR (the search index the traces were judged on)")
     config = ConversionConfig(prune=not no_prune)
     try:
-        converter = ConverterSpec(index_dir=index, worlds_dir=worlds, config=config).open()
+        converter = ConverterSpec(index_dir=files.index, worlds_dir=files.worlds, config=config).open()
     except SearchIndexError as exc:
         fail(f"--index: {exc}")
     search_index = converter.index
@@ -126,6 +142,10 @@ def convert_command(
         fail(f"cannot write {out}: {exc}")
     finally:
         search_index.close()
+    lost = counts[f"dropped:{UNKNOWN_WORLD}"]
+    if lost:
+        where = f"no pack in {files.worlds}"
+        warn(f"{lost} traces not converted ({UNKNOWN_WORLD}: {where}); fix: {FIXES[UNKNOWN_WORLD]}")
     summary = {"out": str(out), "writer": writer.provenance, "counts": dict(sorted(counts.items()))}
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
@@ -133,6 +153,23 @@ def convert_command(
     for key, n in sorted(counts.items()):
         typer.echo(f"{key:>32}: {n:>7}")
     typer.echo(f"wrote {out}")
+
+
+def _recorded(db: str) -> ValidatorPaths:
+    """The index and world pack directories the validator recorded in the database (``storage.paths``)."""
+    from storage.db import check_schema, make_engine, make_sessionmaker
+    from storage.errors import StorageError
+
+    try:
+        engine = make_engine(db)
+        check_schema(engine)
+    except (StorageError, ValueError) as exc:
+        fail(f"--db: {exc}")
+    try:
+        with make_sessionmaker(engine)() as session:
+            return read_paths(session)
+    finally:
+        engine.dispose()
 
 
 def _check_worlds(root: Path | None) -> None:

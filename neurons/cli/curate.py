@@ -9,6 +9,7 @@ from typing import Annotated, Any, cast
 import typer
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session
 
 from arena.errors import SearchIndexError
 from curation.config import CurationConfig, SplitBy, UnscoredPolicy
@@ -18,10 +19,12 @@ from curation.errors import CurationError, SplitLeakError
 from curation.export import curate_and_export
 from curation.formats import FORMATS, Format, formats_named
 from neurons.batch import batch_collector
-from neurons.cli.console import fail, progress
+from neurons.cli.console import fail, progress, warn
+from neurons.cli.validator_files import conversion_files
 from neurons.metrics import CURATION_ROWS
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import StorageError
+from storage.paths import read_paths
 from storage.traces import count_judged
 
 ALL_FORMATS = ",".join(fmt.name for fmt in FORMATS)
@@ -80,7 +83,8 @@ def curate(
         typer.Option(
             "--index",
             help="Search index the traces were judged on (arena catalog build); conversion replays "
-            "against it. Default: the validator's, ~/.arena/validator/index, where it exists.",
+            "against it. Default: the one the validator recorded in the database, else "
+            "~/.arena/validator/index, where it exists.",
         ),
     ] = None,
     worlds: Annotated[
@@ -88,7 +92,8 @@ def curate(
         typer.Option(
             "--worlds",
             help="World packs the traces ran on (one pack or a directory of packs); conversion replays "
-            "world traces on them. Default: the validator's world cache, ~/.arena/validator/worlds.",
+            "world traces on them. Default: the validator's world cache as recorded in the database, "
+            "else ~/.arena/validator/worlds.",
         ),
     ] = None,
     convert_axes: Annotated[
@@ -117,8 +122,10 @@ def curate(
     Writes sft, kto, dpo and grpo rows (JSONL and Parquet): train in DIR, eval in DIR/eval.
 
     Converts the traces of --convert-axes (default B, mixed) into agentic trajectories verified by
-    the judge (docs/curation.md); that needs the search index (--index); without one, or with
-    --no-convert, B traces are set aside.
+    the judge (docs/curation.md); that needs the search index the traces were judged on and the
+    world packs they ran on: by default those the validator recorded in its database. Where
+    conversion cannot run, a warning says how many traces it left and the flag that fixes it
+    (funnel.json's convert notes too); with --no-convert, B traces are set aside.
 
     Also writes axis_b.jsonl, funnel.json, manifest.json and a dataset card (README.md).
 
@@ -145,9 +152,12 @@ def curate(
         )
     except CurationError as exc:
         fail(str(exc))
-    converter = None if no_convert or not config.convert_axes else _converter(index, worlds)
+    if worlds is not None and not worlds.is_dir():
+        fail(f"--worlds: no directory {worlds}")
     with batch_collector():
-        funnel = _run(db, out, config, formats, converter, workers)
+        funnel = _run(db, out, config, formats, (index, worlds), workers)
+    for line in conversion_warnings(funnel):
+        warn(line)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
         CURATION_ROWS.labels(stage=stage, direction="out").set(n_out)
@@ -165,21 +175,37 @@ def _labels(value: str) -> tuple[str, ...]:
     return tuple(a.strip() for a in value.split(",") if a.strip())
 
 
-def _converter(index: Path | None, worlds: Path | None) -> Converter | None:
-    """The conversion's converter on the given index and worlds (a bad one fails), or the validator's."""
-    from neurons.validator.settings import ValidatorSettings
+def _converter(session: Session, given: tuple[Path | None, Path | None]) -> tuple[Converter | None, str]:
+    """The converter on the given index and worlds (a bad one fails), else the validator's; or why none.
 
-    data = ValidatorSettings.model_fields["data_dir"].default
-    path = index or (data / "index").expanduser()
-    if index is None and not path.is_dir():
-        return None
-    if worlds is not None and not worlds.is_dir():
-        fail(f"--worlds: no directory {worlds}")
-    packs = worlds or (data / "worlds").expanduser()
+    Without ``--index``, the index the validator recorded in the database, then its default
+    (``neurons.cli.validator_files``); one found but unreadable turns conversion off, saying why.
+    """
+    files = conversion_files(*given, read_paths(session))
+    if files.index is None:
+        return None, files.missing
     try:
-        return ConverterSpec(index_dir=path, worlds_dir=packs).open()
+        return ConverterSpec(index_dir=files.index, worlds_dir=files.worlds).open(), ""
     except SearchIndexError as exc:
-        fail(f"--index: {exc}")
+        if given[0] is not None:
+            fail(f"--index: {exc}")
+        return None, f"the search index at {files.index} cannot be opened ({exc})"
+
+
+def conversion_warnings(funnel: dict[str, Any]) -> list[str]:
+    """What the funnel's ``convert`` notes say could not be converted, and the flag that fixes it."""
+    stage = funnel["stages"]["convert"]
+    notes, lines = stage.get("notes", {}), []
+    off = notes.get("off")
+    if off:
+        aside, dropped = sum(off["set_aside"].values()), sum(off["dropped"].values())
+        lines.append(
+            f"conversion did not run ({off['reason']}): {aside} traces set aside to axis_b.jsonl and "
+            f"{dropped} dropped instead of converted; fix: {off['fix']}"
+        )
+    for cause, fix in notes.get("fix", {}).items():
+        lines.append(f"{stage['dropped'][cause]} traces not converted ({cause}); fix: {fix}")
+    return lines
 
 
 def _run(
@@ -187,7 +213,7 @@ def _run(
     out: Path,
     config: CurationConfig,
     formats: tuple[Format, ...],
-    converter: Converter | None,
+    conversion: tuple[Path | None, Path | None],
     workers: int,
 ) -> dict[str, Any]:
     try:
@@ -204,6 +230,7 @@ def _run(
     try:
         check_schema(engine)
         with make_sessionmaker(engine)() as session:
+            converter, off = _converter(session, conversion) if config.convert_axes else (None, "")
             total = count_judged(session)
             with progress("curating", total) as update:
                 return curate_and_export(
@@ -214,6 +241,7 @@ def _run(
                     source=source,
                     progress=update,
                     converter=converter,
+                    conversion_off_because=off,
                     workers=Workers.given(workers),
                 )
     except SplitLeakError as exc:

@@ -15,7 +15,7 @@ from curation.conversion.pool import Workers
 from curation.conversion.results import CONVERTER_VERSION
 from curation.export import curate_and_export
 from curation.formats import PROVENANCE_COLUMNS
-from curation.stages.convert import convert_outcome, prospective_keys
+from curation.stages.convert import FIXES, convert_outcome, prospective_keys
 from storage import repository
 from storage.records import JudgedTrace
 from storage.tasks import save_tasks
@@ -70,7 +70,7 @@ def test_curate_converts_harness_traces_into_rows_with_provenance(
     assert f"sft 0 native, {len(sft)} converted" in card
 
 
-def test_no_converter_sets_b_aside_as_before(
+def test_no_converter_sets_b_aside_and_the_funnel_says_how_many_and_the_fix(
     session: Session, tmp_path: Path, harness_traces: list[JudgedTrace]
 ) -> None:
     _store(session, harness_traces)
@@ -78,7 +78,14 @@ def test_no_converter_sets_b_aside_as_before(
     stages = funnel["stages"]
     assert stages["axis"]["aside"]["axis_b"] > 0 and stages["axis"]["dropped"]["axis_mixed"] > 0
     assert stages["axis"]["out"] == stages["convert"]["in"] == stages["convert"]["out"] == 0
-    assert stages["convert"]["notes"] == {"off": "no search index"}
+    assert stages["convert"]["notes"] == {
+        "off": {
+            "reason": "no search index",
+            "set_aside": {"axis_b": stages["axis"]["aside"]["axis_b"]},
+            "dropped": {"axis_mixed": stages["axis"]["dropped"]["axis_mixed"]},
+            "fix": FIXES["off"],
+        }
+    }
     assert funnel["exports"]["sft"] == {"train": 0, "eval": 0}
 
 
