@@ -27,7 +27,7 @@ import gc
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import partial
 
 from sqlalchemy.orm import Session
@@ -114,7 +114,7 @@ def curate(
         SplitLeakError: the task audit finds a leak across the train / eval split.
     """
     config = config or CurationConfig()
-    funnel = Funnel(config=asdict(config))
+    funnel = Funnel(config=config.model_dump())
     miner_axes = _miner_axes(session, config.miner_axis_sample)
     if miner_axes:
         funnel.stages["axis"].notes["miner_axes"] = dict(sorted(Counter(miner_axes.values()).items()))

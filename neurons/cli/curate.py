@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict, SettingsError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session
 
 from arena.errors import SearchIndexError
-from curation.config import CurationConfig, SplitBy, UnscoredPolicy
+from curation.config import CurationConfig, comma_list
 from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.errors import CurationError, SplitLeakError
@@ -20,102 +22,63 @@ from curation.export import curate_and_export
 from curation.formats import FORMATS, Format, formats_named
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress, warn
-from neurons.cli.validator_files import conversion_files
+from neurons.cli.flags import Flag, flag_errors, overrides, with_flags
+from neurons.cli.validator_files import ConversionSettings, conversion_files
 from neurons.metrics import CURATION_ROWS
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import StorageError
 from storage.paths import read_paths
 from storage.traces import count_judged
 
-ALL_FORMATS = ",".join(fmt.name for fmt in FORMATS)
+
+class CurateSettings(ConversionSettings):
+    """``arena curate``'s settings: flags, else ``ARENA_CURATE_*`` variables (and ``.env``), else defaults.
+
+    The funnel's own knobs are the ``funnel`` section (``curation.config.CurationConfig``, whose
+    fields hold their defaults and descriptions), read from ``ARENA_CURATE_FUNNEL__*``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="ARENA_CURATE_")
+
+    db: SecretStr = Field(description="Database URL: sqlite:///arena.db or postgresql://... (a secret).")
+    out: Path = Field(description="Export directory (created; our files in it are replaced).")
+    formats: Annotated[tuple[str, ...], NoDecode] = Field(
+        default_factory=lambda: tuple(fmt.name for fmt in FORMATS),
+        description="Comma-separated export formats to write (curation.formats).",
+    )
+    convert: bool = Field(
+        default=True,
+        description="Convert the traces of --convert-axes (off: B traces go aside to axis_b.jsonl).",
+    )
+    funnel: CurationConfig = Field(default_factory=CurationConfig)
+
+    _comma_list = field_validator("formats", mode="before")(comma_list)
 
 
-def _formats(value: str) -> tuple[Format, ...]:
-    names = [part.strip() for part in value.split(",") if part.strip()]
-    try:
-        chosen = formats_named(names)
-    except CurationError as exc:
-        fail(f"--format: {exc}")
-    if not chosen:
-        fail(f"--format takes a comma-separated list of formats, got {value!r}")
-    return chosen
+# The settings with a flag: all of them (every one is also an ARENA_CURATE_* variable).
+CURATE_FLAGS = (
+    Flag("db"),
+    Flag("out"),
+    Flag("formats", "--format"),
+    Flag("funnel.min_reasoning"),
+    Flag("funnel.unscored"),
+    Flag("funnel.axes", "--axis"),
+    Flag("funnel.split_by"),
+    Flag("funnel.eval_share"),
+    Flag("funnel.cap_per_task_miner", "--cap-task-miner"),
+    Flag("funnel.cap_per_task", "--cap-task"),
+    Flag("funnel.miner_axis_sample"),
+    Flag("index"),
+    Flag("worlds"),
+    Flag("funnel.convert_axes"),
+    Flag("convert"),
+    Flag("workers"),
+)
 
 
 def curate(
-    db: Annotated[str, typer.Option("--db", help="Database URL: sqlite:///arena.db or postgresql://...")],
-    out: Annotated[
-        Path, typer.Option("--out", help="Export directory (created; our files in it are replaced).")
-    ],
-    fmt: Annotated[
-        str, typer.Option("--format", help="Comma-separated formats to write: sft, kto, dpo, grpo.")
-    ] = ALL_FORMATS,
-    min_reasoning: Annotated[
-        float,
-        typer.Option("--min-reasoning", min=0.0, max=1.0, help="Drop traces whose reasoning value is below."),
-    ] = 0.5,
-    unscored: Annotated[
-        str,
-        typer.Option("--unscored", help="Traces the reasoning judge did not score: keep, drop or separate."),
-    ] = "keep",
-    axis: Annotated[
-        str,
-        typer.Option(
-            "--axis", help="Comma-separated axis labels for the imitation sets (A, B, mixed, unknown)."
-        ),
-    ] = "A",
-    split_by: Annotated[
-        str, typer.Option("--split-by", help="cluster (train/eval by leak cluster) or none.")
-    ] = ("cluster"),
-    eval_share: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of leak clusters in eval.")
-    ] = 0.1,
-    cap_task_miner: Annotated[int, typer.Option(min=1, help="Traces kept per (task, miner, outcome).")] = 2,
-    cap_task: Annotated[int, typer.Option(min=1, help="Traces kept per (task, outcome).")] = 8,
-    miner_axis_sample: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Recent trajectories per miner judging its miner-level axis (0: off).",
-        ),
-    ] = 64,
-    index: Annotated[
-        Path | None,
-        typer.Option(
-            "--index",
-            help="Search index the traces were judged on (arena catalog build); conversion replays "
-            "against it. Default: the one the validator recorded in the database, else "
-            "~/.arena/validator/index, where it exists.",
-        ),
-    ] = None,
-    worlds: Annotated[
-        Path | None,
-        typer.Option(
-            "--worlds",
-            help="World packs the traces ran on (one pack or a directory of packs); conversion replays "
-            "world traces on them. Default: the validator's world cache as recorded in the database, "
-            "else ~/.arena/validator/worlds.",
-        ),
-    ] = None,
-    convert_axes: Annotated[
-        str,
-        typer.Option(
-            "--convert-axes",
-            help="Comma-separated axis labels whose traces are converted into agentic trajectories.",
-        ),
-    ] = "B,mixed",
-    no_convert: Annotated[
-        bool, typer.Option("--no-convert", help="No conversion: B traces go aside to axis_b.jsonl.")
-    ] = False,
-    workers: Annotated[
-        int,
-        typer.Option(
-            "--workers",
-            min=0,
-            help="Conversion worker processes (0: one per core, started once the run needs them); "
-            "the export is the same with any number.",
-        ),
-    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the funnel summary as JSON.")] = False,
+    **given: Any,
 ) -> None:
     """Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.
 
@@ -133,29 +96,19 @@ def curate(
 
     Example: arena curate --db sqlite:///arena.db --out export --format sft,kto --min-reasoning 0.6
     """
-    formats = _formats(fmt)
-    if unscored not in ("keep", "drop", "separate"):
-        fail(f"--unscored must be keep, drop or separate, got {unscored!r}")
-    if split_by not in ("cluster", "none"):
-        fail(f"--split-by must be cluster or none, got {split_by!r}")
+    settings = _settings(given)
+    out, worlds = settings.out, settings.worlds
     try:
-        config = CurationConfig(
-            min_reasoning=min_reasoning,
-            unscored=cast(UnscoredPolicy, unscored),
-            axes=_labels(axis),
-            split_by=cast(SplitBy, split_by),
-            eval_share=eval_share,
-            cap_per_task_miner=cap_task_miner,
-            cap_per_task=cap_task,
-            miner_axis_sample=miner_axis_sample,
-            convert_axes=() if no_convert else _labels(convert_axes),
-        )
+        formats = formats_named(settings.formats)
     except CurationError as exc:
-        fail(str(exc))
+        fail(f"--format: {exc}")
+    if not formats:
+        fail("--format takes a comma-separated list of formats, got none")
+    config = settings.funnel if settings.convert else settings.funnel.model_copy(update={"convert_axes": ()})
     if worlds is not None and not worlds.is_dir():
         fail(f"--worlds: no directory {worlds}")
     with batch_collector():
-        funnel = _run(db, out, config, formats, (index, worlds), workers)
+        funnel = _run(settings, config, formats)
     for line in conversion_warnings(funnel):
         warn(line)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
@@ -171,8 +124,14 @@ def curate(
     typer.echo(f"wrote {out}")
 
 
-def _labels(value: str) -> tuple[str, ...]:
-    return tuple(a.strip() for a in value.split(",") if a.strip())
+def _settings(given: dict[str, Any]) -> CurateSettings:
+    """The settings from the flags given, the environment and the defaults (exit 2 when invalid)."""
+    try:
+        return CurateSettings(**overrides(given, CURATE_FLAGS))
+    except ValidationError as exc:
+        fail("; ".join(flag_errors(exc, CurateSettings, CURATE_FLAGS)))
+    except (CurationError, SettingsError) as exc:
+        fail(str(exc))
 
 
 def _converter(session: Session, given: tuple[Path | None, Path | None]) -> tuple[Converter | None, str]:
@@ -208,19 +167,13 @@ def conversion_warnings(funnel: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _run(
-    db: str,
-    out: Path,
-    config: CurationConfig,
-    formats: tuple[Format, ...],
-    conversion: tuple[Path | None, Path | None],
-    workers: int,
-) -> dict[str, Any]:
+def _run(settings: CurateSettings, config: CurationConfig, formats: tuple[Format, ...]) -> dict[str, Any]:
+    db, out = settings.db.get_secret_value(), settings.out
     try:
         url = make_url(db)
         engine = make_engine(db)
     except (ArgumentError, StorageError, ValueError) as exc:
-        fail(f"--db {db!r} is not a usable database URL ({exc})")
+        fail(f"--db is not a usable database URL ({exc})")
     source = url.render_as_string(hide_password=True)
     # SQLite would create a missing file; a typo in the path should say so instead.
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
@@ -230,7 +183,8 @@ def _run(
     try:
         check_schema(engine)
         with make_sessionmaker(engine)() as session:
-            converter, off = _converter(session, conversion) if config.convert_axes else (None, "")
+            given = (settings.index, settings.worlds)
+            converter, off = _converter(session, given) if config.convert_axes else (None, "")
             total = count_judged(session)
             with progress("curating", total) as update:
                 return curate_and_export(
@@ -242,7 +196,7 @@ def _run(
                     progress=update,
                     converter=converter,
                     conversion_off_because=off,
-                    workers=Workers.given(workers),
+                    workers=Workers.given(settings.workers),
                 )
     except SplitLeakError as exc:
         fail(str(exc), code=1)
@@ -277,3 +231,6 @@ def _summary(funnel: dict[str, Any], out: Path) -> dict[str, Any]:
         "origins": funnel["origins"],
         "audit": funnel["audit"],
     }
+
+
+with_flags(curate, CurateSettings, CURATE_FLAGS)

@@ -12,7 +12,44 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
 from storage.paths import ValidatorPaths
+
+
+class ConversionSettings(BaseSettings):
+    """What ``arena curate`` and ``arena convert`` convert with: the index, the packs, the workers.
+
+    Each command's settings extend it with their own, read from ``ARENA_CURATE_*`` or
+    ``ARENA_CONVERT_*`` variables (and ``.env``) where no flag is given.
+    """
+
+    model_config = SettingsConfigDict(
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",  # one .env may hold the validator's variables too
+        frozen=True,
+        populate_by_name=True,
+    )
+
+    index: Path | None = Field(
+        default=None,
+        description="Search index the traces were judged on; conversion replays against it "
+        "(default: the one the validator recorded in the database, else ~/.arena/validator/index).",
+    )
+    worlds: Path | None = Field(
+        default=None,
+        description="World packs the traces ran on, a pack or a directory of packs (default: the "
+        "validator's world cache as recorded in the database, else ~/.arena/validator/worlds).",
+    )
+    workers: int = Field(
+        default=0,
+        ge=0,
+        description="Conversion worker processes (0: one per core, started once the run needs them; "
+        "a teacher converts in this process); the output is the same with any number.",
+    )
 
 
 @dataclass(frozen=True)
