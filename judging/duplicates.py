@@ -1,103 +1,120 @@
-"""Identical work in one round is credited once: the first to arrive keeps its score, copies score 0.
+"""The same work on a task, known by its effect, and how hotkeys that copy one another share its credit.
 
-Two hotkeys running one deterministic agent do the same work on the same task; crediting both
-would pay a miner for registering copies of itself. The work is the task and the trajectory's
-tool calls in order, each as its tool name and canonical arguments (the form the tool server
-logs), with text folded (case, runs of whitespace) so that spacing does not make new work; the
-answer is the final ``recommend_product`` call, so it is part of the sequence. The reasoning
-text is not: it varies between runs of one model and costs a copier nothing to vary.
+**The work** (``work_hash``) is what an episode's calls did, read from the validator's own tool
+log: the set of results its successful calls returned (a search's hits, a product's details, a
+shopper's answer), and the answer it recommended, on its task. A copy that rewords a query and
+gets the same hits (`` " ."`` appended), reorders its calls, repeats one or adds a failing one has
+done the same work; the reasoning text and the arguments' spelling are not part of it.
 
-First credited, not a split: each episode is judged and stored once, as its reply arrives (a
-crash loses nothing and nothing stored is rewritten), and N copies still earn one episode's
-credit between them, whichever is faster. Only a copy that scores above 0 claims the work, and
-only once it is stored so (``FirstArrivals``): a copy that is zero anyway (a reject, text that
-cannot be stored) cannot take the credit from the original by racing it with junk. A later
-copy keeps its judgment for curation, zeroed with the ``duplicate_work`` reject and a
-``duplicate`` check naming the episode it copies.
+**The credit** (``shared_by``): independent agents converge on tasks with one obvious path, so
+the same work alone does not make a copy; a pair of hotkeys that brought the same work on more
+than ``copy_share`` of the tasks both scored on does (a copy matches its original on about every
+task, independent agents on the obvious ones). On each piece of work, the hotkeys linked so
+(transitively) share one credit equally; every other hotkey that brought it keeps its own. So N
+copies of one agent earn one hotkey's credit between them, however many, and cannot dilute an
+independent miner that took the same path; two independent miners both keep theirs.
+
+The trade-off: a pair that converges on more than ``copy_share`` of its tasks shares on those
+(simple task mixes make that likelier), and a copier that varies what it learns (one extra search
+with other hits on every task) is other work by this rule. Nothing in a trajectory's content
+separates that copier from an independent agent without also sharing honest agents' credit on
+every task they solve alike; the score does not depend on the extra call, so it costs the copier
+one call of its budget. Stored judgments are never rewritten: the sharing is applied where the
+weights read the scores (``judging.scores.standings``).
 """
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from itertools import combinations
+from typing import Protocol
 
-from arena.tools import canonical_arguments
-from arena.types import Trajectory, content_hash
-from judging.types import Check, DuplicateEvidence, Judgment, Reject
+from arena.types import ToolLogEntry, Trajectory, content_hash
+from judging.answer import RECOMMEND, TERMINATE, final_answer
 
-DUPLICATE: Reject = "duplicate_work"
-
-
-def _folded(value: Any) -> Any:
-    if isinstance(value, str):
-        return " ".join(value.casefold().split())
-    if isinstance(value, dict):
-        return {key: _folded(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_folded(item) for item in value]
-    return value
+# What these calls return is not something learned: the answer is read from the trajectory's
+# final answer (as the judge reads it), and ending says nothing.
+_NOT_LEARNED = frozenset({RECOMMEND, TERMINATE})
 
 
-def work_hash(task_id: str, trajectory: Trajectory) -> str | None:
-    """The address of the work a trajectory did on a task; None when it called no tool (no work)."""
-    calls = [call for message in trajectory.messages for call in message.tool_calls or ()]
-    if not calls:
-        return None
-    sequence = [
-        [
-            c.function.name,
-            _folded(canonical_arguments(c.function.name, c.function.parsed, raw=c.function.arguments)),
-        ]
-        for c in calls
-    ]
-    return content_hash({"task_id": task_id, "calls": sequence}, prefix="w-")
-
-
-class FirstArrivals:
-    """The work credited so far in one round, each with the episode credited for it.
-
-    A claim is provisional until the claimant's episode is stored (``settle``): a copy that
-    comes while the first is being stored waits for the outcome, and if the first could not be
-    kept as credited (stored as a miner fault instead), the work is free again for the copy.
-    """
-
-    def __init__(self) -> None:
-        self._first: dict[str, tuple[str, asyncio.Future[bool]]] = {}
-
-    async def claim(self, work: str, episode_id: str) -> str | None:
-        """Claim ``work`` for ``episode_id``: None if credited (``settle`` it then), else the first's id."""
-        while True:
-            held = self._first.get(work)
-            if held is None:
-                self._first[work] = (episode_id, asyncio.get_running_loop().create_future())
-                return None
-            first, settled = held
-            if first == episode_id:
-                return None
-            if await asyncio.shield(settled):
-                return first
-
-    def settle(self, work: str, episode_id: str, *, credited: bool) -> None:
-        """Say whether the claimant's episode was stored credited; if not, the work is free again."""
-        held = self._first.get(work)
-        if held is None or held[0] != episode_id or held[1].done():
-            return
-        held[1].set_result(credited)
-        if not credited:
-            del self._first[work]
-
-
-def credited_once(judgment: Judgment, *, work: str, first_episode_id: str) -> Judgment:
-    """The judgment of a copy: score 0, the ``duplicate_work`` reject, a check naming the original."""
-    flag = Check(
-        name="duplicate",
-        value=0.0,
-        explanation=f"the same calls and answer as episode {first_episode_id}, which arrived first: "
-        "identical work in a round is credited once",
-        evidence=DuplicateEvidence(work_hash=work, first_episode_id=first_episode_id),
+def work_hash(task_id: str, trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str | None:
+    """The address of the work an episode did on a task; None when it learned and answered nothing."""
+    learned = sorted(
+        {(e.tool, e.result_hash) for e in log if e.status == "ok" and e.tool not in _NOT_LEARNED}
     )
-    data = judgment.model_dump(mode="json", exclude={"content_hash"})
-    data["score"] = 0.0
-    data["rejects"] = [*data["rejects"], DUPLICATE] if DUPLICATE not in data["rejects"] else data["rejects"]
-    data["checks"] = [*data["checks"], flag.model_dump(mode="json")]
-    return Judgment.model_validate(data)
+    calls = [call for message in trajectory.messages for call in message.tool_calls or ()]
+    answer = final_answer(calls).product_ids
+    if not learned and not answer:
+        return None
+    return content_hash(
+        {"task_id": task_id, "learned": [list(pair) for pair in learned], "answer": list(answer)},
+        prefix="w-",
+    )
+
+
+class Claim(Protocol):
+    """A scored episode as the credit rule reads it (``judging.scores.ScoreSample`` is one)."""
+
+    @property
+    def hotkey(self) -> str:
+        """Who brought the work."""
+        ...
+
+    @property
+    def task_id(self) -> str | None:
+        """The task it was done on."""
+        ...
+
+    @property
+    def work(self) -> str | None:
+        """Its ``work_hash`` (None: no work, or stored before work was recorded)."""
+        ...
+
+
+def shared_by(claims: Sequence[Claim], *, copy_share: float) -> list[int]:
+    """For each claim (an episode that scored above 0), how many share its credit; 1 is its own.
+
+    Args:
+        claims: every scoring episode the weights read, in any order.
+        copy_share: a pair of hotkeys is linked when the same work makes up more than this share
+            of the tasks both scored on (``judging.scores.ScorePolicy.copy_share``).
+    """
+    tasks: dict[str, dict[str, str]] = defaultdict(dict)  # hotkey -> task -> work
+    groups: dict[str, list[int]] = defaultdict(list)  # work -> claims that brought it
+    for i, claim in enumerate(claims):
+        if claim.work is not None and claim.task_id is not None:
+            tasks[claim.hotkey][claim.task_id] = claim.work
+            groups[claim.work].append(i)
+    linked: dict[frozenset[str], bool] = {}
+
+    def is_linked(a: str, b: str) -> bool:
+        key = frozenset((a, b))
+        if key not in linked:
+            both = tasks[a].keys() & tasks[b].keys()
+            same = sum(1 for task in both if tasks[a][task] == tasks[b][task])
+            linked[key] = same > copy_share * len(both)
+        return linked[key]
+
+    divisors = [1] * len(claims)
+    for members in groups.values():
+        cluster = _clusters(sorted({claims[i].hotkey for i in members}), is_linked)
+        size = Counter(cluster[claims[i].hotkey] for i in members)
+        for i in members:
+            divisors[i] = size[cluster[claims[i].hotkey]]
+    return divisors
+
+
+def _clusters(hotkeys: Sequence[str], is_linked: Callable[[str, str], bool]) -> dict[str, str]:
+    """Each hotkey's cluster (named by one member) under the links among them, taken transitively."""
+    root = {h: h for h in hotkeys}
+
+    def find(h: str) -> str:
+        while root[h] != h:
+            h = root[h]
+        return h
+
+    for a, b in combinations(hotkeys, 2):
+        if is_linked(a, b):
+            root[find(a)] = find(b)
+    return {h: find(h) for h in hotkeys}

@@ -9,10 +9,14 @@ The policy, in one place:
    n=1 and a low bound, so it cannot take the emission from a miner that is steadily good.
 3. Episodes whose judgment is unscored (an outage on our side) never enter the window; miner
    faults (timeouts, malformed replies) enter as 0.
-4. Weights are proportional to ``bound ** power`` over registered hotkeys, mapped to their
+4. An episode enters with its credit: its score, divided among the hotkeys that copy one
+   another where they brought the same work (``judging.duplicates.shared_by``, over the windows
+   read; ``copy_share``). Copies of one agent earn one hotkey's credit between them; independent
+   miners that converge on a task keep theirs.
+5. Weights are proportional to ``bound ** power`` over registered hotkeys, mapped to their
    *current* uid at submission time (a uid re-registered by a new hotkey inherits nothing).
    ``burn_share`` of the emission goes to the owner uid; with no positive score, all of it does.
-5. Every value is finite and non-negative, the order is by uid, and the same inputs always give
+6. Every value is finite and non-negative, the order is by uid, and the same inputs always give
    the same vector.
 """
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pydantic import model_validator
 
 from arena.types import Frozen
+from judging.duplicates import shared_by
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class ScoreSample:
     hotkey: str
     score: float | None  # None: unscored on our side; excluded from the window
     order: int  # monotonic position (e.g. block number, or a sequence); later means newer
+    task_id: str | None = None  # the task, and the work done on it (``judging.duplicates``);
+    work: str | None = None  # None: no work recorded, credited as its own
 
 
 class ScorePolicy(Frozen):
@@ -44,6 +51,9 @@ class ScorePolicy(Frozen):
     z: float = 1.96
     power: float = 1.0
     burn_share: float = 0.0
+    # Two hotkeys whose work was the same on more than this share of the tasks both scored on
+    # share the credit of that work (``judging.duplicates``): 1.0 never shares, 0.0 always does.
+    copy_share: float = 0.5
 
     @model_validator(mode="after")
     def _meaningful(self) -> ScorePolicy:
@@ -55,6 +65,8 @@ class ScorePolicy(Frozen):
             raise ValueError("power must be finite and > 0")
         if not 0.0 <= self.burn_share <= 1.0:
             raise ValueError("burn_share must be within [0, 1]")
+        if not 0.0 <= self.copy_share <= 1.0:
+            raise ValueError("copy_share must be within [0, 1]")
         return self
 
 
@@ -80,19 +92,23 @@ def wilson_lower_bound(mean: float, n: int, z: float) -> float:
 
 
 def standings(samples: Iterable[ScoreSample], policy: ScorePolicy) -> dict[str, MinerStanding]:
-    """Compute each hotkey's standing over its most recent ``policy.window`` scored samples.
+    """Compute each hotkey's standing over the credits of its most recent ``policy.window`` scored samples.
 
-    Non-finite scores are treated as 0 (a defensive floor; judgments are validated upstream).
+    A sample's credit is its score divided by how many copies share its work (module docstring,
+    4). Non-finite scores are treated as 0 (a defensive floor; judgments are validated upstream).
     """
     per_hotkey: dict[str, list[ScoreSample]] = {}
     for sample in samples:
         if sample.score is None:
             continue
         per_hotkey.setdefault(sample.hotkey, []).append(sample)
+    windows = {h: sorted(kept, key=lambda s: s.order)[-policy.window :] for h, kept in per_hotkey.items()}
+    scoring = [s for recent in windows.values() for s in recent if _clamp(s.score) > 0]
+    # Keyed by identity: two samples may be equal and still be two episodes.
+    divisor = dict(zip(map(id, scoring), shared_by(scoring, copy_share=policy.copy_share), strict=True))
     result: dict[str, MinerStanding] = {}
-    for hotkey in sorted(per_hotkey):
-        recent = sorted(per_hotkey[hotkey], key=lambda s: s.order)[-policy.window :]
-        values = [_clamp(s.score) for s in recent]
+    for hotkey in sorted(windows):
+        values = [_clamp(s.score) / divisor.get(id(s), 1) for s in windows[hotkey]]
         n = len(values)
         mean = sum(values) / n
         lower = wilson_lower_bound(mean, n, policy.z) if n >= policy.min_samples else 0.0

@@ -154,7 +154,11 @@ class GroundingEvidence(Evidence):
 
 
 class DuplicateEvidence(Evidence):
-    """The duplicate check's evidence: the work's address and the episode that brought it first."""
+    """The duplicate check's evidence: the work's address and the episode that brought it first.
+
+    No longer made (copies share credit at weights time: ``judging.duplicates``); judgments
+    stored before that carry it and must still read back.
+    """
 
     work_hash: str
     first_episode_id: str

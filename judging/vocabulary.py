@@ -23,7 +23,7 @@ Reject = Literal[
     "too_long",
     "no_final_action",
     "too_many_turns",
-    "duplicate_work",  # set by the round, not the format check (``judging.duplicates``)
+    "duplicate_work",  # no longer set (copies share credit: ``judging.duplicates``); stored judgments hold it
 ]
 REJECTS: tuple[Reject, ...] = get_args(Reject)
 # Why a gold item's position failed as a whole (not a constraint): the pick was out of stock in

@@ -136,7 +136,8 @@ SELF_CHECK_FAILURES = Counter(
 )
 VALIDATOR_REFUSALS = Counter(
     "arena_validator_refusals_total",
-    "Miners' refusals naming the validator's own state (no_permit, unknown_hotkey, stale, wrong_receiver).",
+    "Miners' refusals the round holds: naming the validator's own state (no_permit, unknown_hotkey, "
+    "stale, wrong_receiver) or the miner's view of the chain (metagraph_expired, metagraph_unavailable).",
     ["reason"],
 )
 CHAIN_ERRORS = Counter("arena_chain_errors_total", "Failed chain calls, by call.", ["call"])

@@ -97,6 +97,9 @@ class GuardedHTTPProtocol(HttpToolsProtocol):
         self._admitted = False
         self._peer: str | None = None
         self._head_bytes = 0  # of the request head under way
+        # The parser finished the last request's message (head and body): what comes next is a
+        # head. Not so while the tail of a body the app answered early (a 413) still arrives.
+        self._message_done = True
 
     def connection_made(self, transport: Any) -> None:
         """Book the connection, or refuse it (a 503, closed) before anything is read."""
@@ -118,11 +121,24 @@ class GuardedHTTPProtocol(HttpToolsProtocol):
         self._since = time.monotonic()
         self._watch = self.loop.call_later(self._tick(), self._check)
 
+    def _awaiting_head(self) -> bool:
+        return self.cycle is None or (self.cycle.response_complete and self._message_done)
+
+    def on_message_begin(self) -> None:
+        """A request's message starts (uvicorn's callback): its body is not done yet."""
+        self._message_done = False
+        super().on_message_begin()
+
+    def on_message_complete(self) -> None:
+        """The parser read a request's whole body, including one the app answered before reading it."""
+        self._message_done = True
+        super().on_message_complete()
+
     def data_received(self, data: bytes) -> None:
         """Parse as uvicorn does; the head is bounded here, and its end ends the half-open phase."""
         if not self._admitted:
             return
-        if self.cycle is None or self.cycle.response_complete:  # waiting for a request head
+        if self._awaiting_head():
             # Bounded here, not by the parser: httptools does not cap a head (h11 did).
             end = data.find(b"\r\n\r\n")
             self._head_bytes += len(data) if end < 0 else end + 4
@@ -151,9 +167,9 @@ class GuardedHTTPProtocol(HttpToolsProtocol):
         # Phases: waiting for a request head (at open, or after a response), reading its
         # body, or the app at work (bounded by the app's own deadlines, not here).
         cycle, now = self.cycle, time.monotonic()
-        if cycle is None or cycle.response_complete:
+        if self._awaiting_head():
             kind, limit = "head", self._bounds.header_seconds
-        elif cycle.more_body:
+        elif cycle is not None and (cycle.more_body or not self._message_done):
             kind, limit = "body", self._bounds.body_seconds
         else:
             kind, limit = "app", float("inf")

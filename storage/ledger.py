@@ -197,8 +197,8 @@ def score_history(session: Session, *, hotkey: str, limit: int = 100) -> list[Sc
 def record_weight_submission(session: Session, *, submission: WeightRecord) -> bool:
     """Append one set_weights attempt, successful or not (the same submission twice is stored once).
 
-    A pending commit (``reveal_status="pending"``) supersedes any commit still pending: only
-    the newest commit's reveal is checked (two commits of one epoch open in the same block).
+    A pending commit (``reveal_status="pending"``) stays pending until its own check settles it
+    (``record_reveal``); a newer commit does not settle older ones.
 
     Returns:
         True if stored now, False if this exact submission was already stored.
@@ -220,12 +220,6 @@ def record_weight_submission(session: Session, *, submission: WeightRecord) -> b
     }
     table = cast(Table, WeightSubmissionRow.__table__)
     with write_transaction(session, what="weight submission"):
-        if submission.reveal_status == "pending":
-            session.execute(
-                update(WeightSubmissionRow)
-                .where(WeightSubmissionRow.reveal_status == "pending")
-                .values(reveal_status="superseded")
-            )
         inserted = _insert_ignoring_duplicates(session, table, [row])
     logger.info(
         "weights recorded success=%s block=%s uids=%d reveal_round=%s",
@@ -237,23 +231,33 @@ def record_weight_submission(session: Session, *, submission: WeightRecord) -> b
     return inserted == 1
 
 
-def record_reveal(session: Session, *, reveal_round: int, status: RevealStatus, block: int) -> bool:
-    """Record what the check after a pending commit's reveal round found.
+def record_reveal(
+    session: Session, *, reveal_round: int, commit_block: int | None, status: RevealStatus, block: int
+) -> bool:
+    """Record what the check of one pending commit (its reveal round, its block) found at ``block``.
 
     Returns:
-        True if the pending commit of ``reveal_round`` was updated, False if none was pending.
+        True if that pending commit was updated, False if none was pending.
     """
+    block_column = WeightSubmissionRow.block
     with write_transaction(session, what="weight reveal"):
         result = session.execute(
             update(WeightSubmissionRow)
             .where(
                 WeightSubmissionRow.reveal_status == "pending",
                 WeightSubmissionRow.reveal_round == reveal_round,
+                block_column.is_(None) if commit_block is None else block_column == commit_block,
             )
             .values(reveal_status=status, reveal_block=block)
         )
     updated = bool(cast(CursorResult[Any], result).rowcount)
-    logger.info("weight reveal recorded reveal_round=%d status=%s block=%d", reveal_round, status, block)
+    logger.info(
+        "weight reveal recorded reveal_round=%d commit_block=%s status=%s block=%d",
+        reveal_round,
+        commit_block,
+        status,
+        block,
+    )
     return updated
 
 
@@ -291,16 +295,56 @@ def last_successful_weights(session: Session, *, landed: bool = False) -> Weight
     return None if row is None else _weights(row)
 
 
-def pending_reveal(session: Session) -> WeightRecord | None:
-    """Return the newest commit whose reveal has not been checked yet, or None."""
+def unconfirmed_submission(session: Session) -> WeightRecord | None:
+    """Return the newest attempt whose outcome is unknown (its submit timed out), or None."""
     query = (
         select(WeightSubmissionRow)
-        .where(WeightSubmissionRow.reveal_status == "pending")
+        .where(WeightSubmissionRow.reveal_status == "unconfirmed")
         .order_by(WeightSubmissionRow.id.desc())
         .limit(1)
     )
     row = session.scalars(query).first()
     return None if row is None else _weights(row)
+
+
+def commit_recorded(session: Session, *, block: int, reveal_round: int) -> bool:
+    """Whether a commit included at ``block`` with ``reveal_round`` is among the stored submissions."""
+    query = select(WeightSubmissionRow.id).where(
+        WeightSubmissionRow.block == block, WeightSubmissionRow.reveal_round == reveal_round
+    )
+    return session.scalars(query.limit(1)).first() is not None
+
+
+def confirm_submission(session: Session, *, block: int, reveal_round: int | None) -> WeightRecord | None:
+    """Mark the newest unconfirmed attempt as landed at ``block`` (a commit: with ``reveal_round``, pending).
+
+    Returns:
+        The attempt as now stored, or None when none was unconfirmed.
+    """
+    with write_transaction(session, what="weight confirmation"):
+        row = session.scalars(
+            select(WeightSubmissionRow)
+            .where(WeightSubmissionRow.reveal_status == "unconfirmed")
+            .order_by(WeightSubmissionRow.id.desc())
+            .limit(1)
+        ).first()
+        if row is None:
+            return None
+        row.success, row.block, row.reveal_round = True, block, reveal_round
+        row.reveal_status = "pending" if reveal_round is not None else None
+        confirmed = _weights(row)
+    logger.info("weights confirmed block=%d reveal_round=%s", block, reveal_round)
+    return confirmed
+
+
+def pending_reveals(session: Session) -> list[WeightRecord]:
+    """Return every commit whose reveal has not been settled yet, oldest first."""
+    query = (
+        select(WeightSubmissionRow)
+        .where(WeightSubmissionRow.reveal_status == "pending")
+        .order_by(WeightSubmissionRow.id)
+    )
+    return [_weights(row) for row in session.scalars(query)]
 
 
 def weight_history(session: Session, *, limit: int = 20) -> list[WeightRecord]:

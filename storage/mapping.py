@@ -64,7 +64,12 @@ def episode_content_hash(
 
 
 def episode_to_row(
-    episode: EpisodeRecord, wire: dict[str, Any] | None, *, content_hash: str, now: datetime
+    episode: EpisodeRecord,
+    wire: dict[str, Any] | None,
+    *,
+    content_hash: str,
+    now: datetime,
+    work: str | None = None,
 ) -> EpisodeRow:
     """Build the row of an episode; ``wire`` is its trajectory's ``to_wire()`` (None when unanswered)."""
     return EpisodeRow(
@@ -82,6 +87,7 @@ def episode_to_row(
         trajectory=wire,
         content_hash=content_hash,
         stored_at=now,
+        work_hash=work,
     )
 
 

@@ -137,6 +137,10 @@ class EpisodeRow(Base):
     trajectory: Mapped[dict[str, Any] | None]
     content_hash: Mapped[str] = mapped_column(String(40))
     stored_at: Mapped[datetime] = mapped_column(index=True)
+    # The work a scored round episode did (``judging.duplicates.work_hash``), for the credit the
+    # weights give it; NULL outside rounds, for zeros and before migration 0006. Not in
+    # ``content_hash``: it is derived from what is (the tool log and the answer).
+    work_hash: Mapped[str | None] = mapped_column(String(64))
 
 
 class ToolLogRow(Base):

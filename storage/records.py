@@ -92,8 +92,8 @@ class ScoreRecord(Frozen):
     at: datetime
 
 
-RevealStatus = Literal["pending", "revealed", "missing", "superseded"]
-REVEAL_STATUSES: tuple[RevealStatus, ...] = ("pending", "revealed", "missing", "superseded")
+RevealStatus = Literal["pending", "revealed", "missing", "superseded", "unconfirmed"]
+REVEAL_STATUSES: tuple[RevealStatus, ...] = ("pending", "revealed", "missing", "superseded", "unconfirmed")
 
 
 class WeightRecord(Frozen):
@@ -102,7 +102,10 @@ class WeightRecord(Frozen):
     On a commit-reveal subnet the attempt is a timelocked commit: ``reveal_round`` is its drand
     round and ``reveal_status`` what the check after that round found (``pending`` until then;
     ``revealed``: the weights are on chain; ``missing``: they are not; ``superseded``: a newer
-    commit replaced it first), checked at ``reveal_block``. Both are None for plain weights.
+    commit's reveal replaced them before a check could read them), checked at ``reveal_block``.
+    Both are None for plain weights. ``unconfirmed`` (on either kind of subnet) marks an attempt
+    whose submit timed out: ``success`` False and no block until a later pass finds it on chain
+    (``confirm_submission``).
     """
 
     uids: tuple[int, ...]

@@ -25,16 +25,19 @@ from storage.db import write_transaction
 from storage.errors import ConflictError, MissingRecord, StorageError, UnstorableContent
 from storage.ledger import (
     close_round,
+    commit_recorded,
+    confirm_submission,
     get_round,
     last_round,
     last_successful_weights,
     latest_scores,
     open_round,
-    pending_reveal,
+    pending_reveals,
     record_reveal,
     record_scores,
     record_weight_submission,
     score_history,
+    unconfirmed_submission,
     weight_history,
 )
 from storage.mapping import (
@@ -75,7 +78,10 @@ __all__ = [
     "latest_scores",
     "mark_served",
     "open_round",
-    "pending_reveal",
+    "pending_reveals",
+    "unconfirmed_submission",
+    "commit_recorded",
+    "confirm_submission",
     "pool_counts",
     "record_reveal",
     "record_scores",
@@ -101,6 +107,7 @@ def save_judged(
     tool_log: Sequence[ToolLogEntry],
     judgment: Judgment,
     task: Task | None = None,
+    work: str | None = None,
 ) -> bool:
     """Store an episode, its tool log and its judgment in one transaction (all or nothing).
 
@@ -116,6 +123,8 @@ def save_judged(
         tool_log: the tool server's log of the episode, in ``seq`` order.
         judgment: the verdict on the episode.
         task: optionally, the episode's task, inserted if not stored yet.
+        work: the work a scored round episode did (``judging.duplicates.work_hash``), which the
+            weights read to share credit between copies; None keeps the episode's own credit.
 
     Returns:
         True if written now, False if exactly this content was already stored.
@@ -150,7 +159,7 @@ def save_judged(
             _require_references(session, episode, task)
             now = datetime.now(UTC)
             # Flushed in dependency order; any failure rolls back the whole episode.
-            session.add(episode_to_row(episode, wire, content_hash=episode_hash, now=now))
+            session.add(episode_to_row(episode, wire, content_hash=episode_hash, now=now, work=work))
             session.flush()
             session.add_all([log_to_row(entry) for entry in tool_log])
             session.flush()

@@ -276,7 +276,8 @@ def score_samples(
     """Return every hotkey's ``window`` most recent judged episodes as ``judging.scores.ScoreSample``.
 
     One query (a window function), for rebuilding standings after a restart; ``order`` is the
-    ingest sequence, so later means newer.
+    ingest sequence, so later means newer. Each sample carries its task and the work its episode
+    did (``episodes.work_hash``), from which ``judging.scores.standings`` shares copies' credit.
 
     Args:
         session: the session to read with.
@@ -291,20 +292,30 @@ def score_samples(
         .over(partition_by=EpisodeRow.miner_hotkey, order_by=EpisodeRow.seq.desc())
         .label("rank")
     )
-    inner = select(EpisodeRow.miner_hotkey, EpisodeRow.seq, JudgmentRow.score, rank).join(
-        JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id
-    )
+    inner = select(
+        EpisodeRow.miner_hotkey,
+        EpisodeRow.seq,
+        EpisodeRow.task_id,
+        EpisodeRow.work_hash,
+        JudgmentRow.score,
+        rank,
+    ).join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
     if hotkeys is not None:
         inner = inner.where(EpisodeRow.miner_hotkey.in_(list(hotkeys)))
     if exclude_reasoning_outages:
         inner = inner.where(~_reasoning_outage())
     ranked = inner.subquery()
     rows = session.execute(
-        select(ranked.c.miner_hotkey, ranked.c.seq, ranked.c.score)
+        select(ranked.c.miner_hotkey, ranked.c.seq, ranked.c.task_id, ranked.c.work_hash, ranked.c.score)
         .where(ranked.c.rank <= window)
         .order_by(ranked.c.miner_hotkey, ranked.c.seq)
     )
-    return [ScoreSample(hotkey=row.miner_hotkey, score=row.score, order=row.seq) for row in rows]
+    return [
+        ScoreSample(
+            hotkey=row.miner_hotkey, score=row.score, order=row.seq, task_id=row.task_id, work=row.work_hash
+        )
+        for row in rows
+    ]
 
 
 def _reasoning_outage() -> ColumnElement[bool]:

@@ -6,13 +6,14 @@ from pydantic import Field, field_validator
 
 from arena.tools.tool import Tool, ToolArgs, ToolContext, error_result, json_result
 from arena.types import ToolResult
-from arena.world.shopper import MAX_QUESTION_CHARS
+from arena.world.shopper import MAX_QUESTION_CHARS, MAX_TOPICS
 
 DESCRIPTION = (
     "Ask the customer one short question about a need the request leaves out (a service such as "
     "free shipping or cash on delivery, a brand, a colour, a size, another attribute). The answer "
     "states the need, or says there is no preference. Ask only what you need: every question "
-    "beyond those needed lowers the score; the same question three times is refused."
+    "beyond those needed lowers the score; the same question three times is refused, and so is a "
+    f"question about more than {MAX_TOPICS} things (the services together count as one)."
 )
 
 
@@ -35,7 +36,7 @@ class Args(ToolArgs):
 
 
 def run(args: Args, ctx: ToolContext) -> ToolResult:
-    """Put the question to the episode's shopper; a loop, a flood or no shopper is an error result."""
+    """Put the question to the episode's shopper; a loop, a flood, a broad question, no shopper: an error."""
     if ctx.shopper is None:
         return error_result("no customer answers questions in this episode")
     reply = ctx.shopper.ask(args.question)

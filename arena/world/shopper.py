@@ -2,13 +2,17 @@
 
 The facts of an answer are decided by rules alone (:func:`answer_question`): a held-back
 constraint is revealed only when the question asks for it, by naming its topic (a service's
-words, an attribute's key or its value); anything else is "no preference". Phrasing the facts is
+words, an attribute's key or its value); anything else is "no preference". A question asks
+about at most ``MAX_TOPICS`` things (:func:`topics`: the services together are one, every other
+word that is not asking vocabulary is one): a broader one asks for nothing, so a question
+stuffed with every attribute word cannot empty the profile. Phrasing the facts is
 a separate step behind :class:`ShopperPhrasing`, so an LLM with a pinned model could word the
 answers later without deciding what they say. Today the only phrasing is :data:`RULE_PHRASING`.
 
 A :class:`ShopperSession` is one episode's shopper: it keeps the questions asked so far and
-refuses a loop (the same question ``QUESTION_REPEATS`` times) or a flood (more than
-``MAX_QUESTIONS``). Both are agent faults: the tool turns them into error results.
+refuses a loop (the same question ``QUESTION_REPEATS`` times), a flood (more than
+``MAX_QUESTIONS``) or a question over ``MAX_TOPICS``. All are agent faults: the tool turns them
+into error results.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ MAX_QUESTION_CHARS = 300
 QUESTION_REPEATS = 3
 # More questions than this in one episode are refused: every need fits in far fewer.
 MAX_QUESTIONS = 12
+# A question asks about at most this many things (``topics``): the services and three words,
+# e.g. "a particular service, or a particular brand, colour or size?". Without a bound one
+# question naming every attribute word revealed 50 of 67 held-back constraints over 12 worlds.
+MAX_TOPICS = 4
 NO_PREFERENCE = "No preference beyond what I already said."
 
 # The words that ask about each service; a question naming "service(s)" asks about all four.
@@ -53,7 +61,7 @@ _KEY_FILLER = frozenset({"of", "and", "the", "for", "a", "an", "to", "in"})
 _VAGUE_VALUES = frozenset({"yes", "no", "none", "other", "n/a"})
 _WORD = re.compile(r"[a-z0-9][a-z0-9+:.'-]*")
 
-Refusal = Literal["repeated", "too_many"]
+Refusal = Literal["repeated", "too_many", "too_broad"]
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -87,6 +95,36 @@ _SERVICE_TOPICS: dict[Service, frozenset[str]] = {
 }
 
 
+# Words that ask rather than name a need: they never count as a topic (they still match a key).
+_ASKING = _normal(
+    frozenset(
+        """a an the of and or nor but to in on at for with by from about as if than then so not no yes
+        what which who whom whose how when where why whether
+        do does did is are was were be been being am it its it's this that these those there here
+        i i'm me my mine you you're your yours we us our they them their one ones
+        any anything some something particular specific certain other else also too either all each
+        both more most much many only just really exactly very please thanks thank hi hello ok okay
+        need want like prefer preference require required requirement care mind matter important
+        wish would should could can will must may might shall have has had get got buy look looking
+        ask tell know let before after search searching find help quick question first""".split()
+    )
+)
+# Every word that names a service (with "free" of free shipping): together, one topic.
+_SERVICE_NAMING = frozenset().union(*_SERVICE_TOPICS.values()) | _normal(frozenset({"free"}))
+
+
+def topics(question: str) -> int:
+    """How many things a question asks about: the services (all together one) and each other word.
+
+    Every distinct word counts except the asking vocabulary ("do you need a particular ...") and
+    the services' words, which count once however many services are named; a two-word key
+    ("number of pieces") is two. Nothing here reads a profile: the count is the same for every
+    shopper, so a refusal tells the agent nothing about what is held back.
+    """
+    named = frozenset(words(question)) - _ASKING
+    return (1 if named & _SERVICE_NAMING else 0) + len(named - _SERVICE_NAMING)
+
+
 def asks_for(constraint: HeldConstraint, asked: frozenset[str]) -> bool:
     """Whether a question with the words ``asked`` asks for ``constraint`` (names its topic or value).
 
@@ -102,7 +140,12 @@ def asks_for(constraint: HeldConstraint, asked: frozenset[str]) -> bool:
 
 
 def answer_question(profile: ShopperProfile, question: str) -> ShopperAnswer:
-    """The facts of the answer to ``question``: each held-back constraint it asks for, in profile order."""
+    """The facts of the answer to ``question``: each held-back constraint it asks for, in profile order.
+
+    A question over ``MAX_TOPICS`` asks for nothing (the session refuses it before it gets here).
+    """
+    if topics(question) > MAX_TOPICS:
+        return ShopperAnswer()
     asked = frozenset(words(question))
     return ShopperAnswer(revealed=tuple(c for c in profile.held_back if asks_for(c, asked)))
 
@@ -164,7 +207,7 @@ class ShopperSession:
         self._lock = threading.Lock()
 
     def ask(self, question: str) -> ShopperReply:
-        """Answer one question, or refuse a loop or a flood (the caller makes a refusal an error result)."""
+        """Answer one question, or refuse a loop, a flood or a question over the bound (an error result)."""
         key = question_key(question)
         with self._lock:
             if sum(self._asked.values()) >= MAX_QUESTIONS:
@@ -176,5 +219,11 @@ class ShopperSession:
                 return ShopperReply(
                     refused="repeated", detail=f"the same question asked {self._asked[key]} times"
                 )
+        if (named := topics(question)) > MAX_TOPICS:
+            return ShopperReply(
+                refused="too_broad",
+                detail=f"it asks about {named} things; ask about at most {MAX_TOPICS} per question "
+                "(the services count as one)",
+            )
         answer = answer_question(self.profile, question)
         return ShopperReply(answer=answer, text=self.phrasing.phrase(question, answer))

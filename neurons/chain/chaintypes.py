@@ -90,20 +90,29 @@ class WeightSubmission(Submission):
         return self.reveal_round is not None
 
 
-class OnChainWeights(Frozen):
-    """Our row of the subnet's weight matrix as the chain holds it at ``block``, and our sealed commits.
+class SealedCommit(Frozen):
+    """One of our timelocked commits the chain still holds sealed: the block that included it, its round."""
 
-    ``weights`` maps each dest uid to its stored u16 value (max-upscaled: the largest is 65535);
-    ``pending_rounds`` are the reveal rounds of our commits the chain has not opened yet;
-    ``drand_round`` is the latest drand round published by the head block's time, so a commit
-    whose reveal round is at or below it is due.
+    block: int
+    reveal_round: int
+
+
+class OnChainWeights(Frozen):
+    """Our row of the subnet's weight matrix and our sealed commits, all as the chain held them at ``block``.
+
+    ``weights`` maps each dest uid to its stored u16 value (max-upscaled when set; a dest whose
+    uid was deregistered since is kept with 0, as subtensor zeroes it in place); ``sealed`` are
+    our commits the chain has neither opened nor dropped yet; ``drand_round`` is the latest drand
+    round published by ``block``'s time, so a commit whose reveal round is at or below it is due;
+    ``last_update`` is our ``LastUpdate`` (the block of our last weights or commit; 0: none).
     """
 
     block: int
     drand_round: int
     uid: int | None  # None when our hotkey is not registered
     weights: dict[int, int]
-    pending_rounds: tuple[int, ...] = ()
+    sealed: tuple[SealedCommit, ...] = ()
+    last_update: int = 0
 
 
 class WeightRules(Frozen):
@@ -159,7 +168,7 @@ class Chain(Protocol):
         ...
 
     async def weights_on_chain(self) -> OnChainWeights:
-        """Our weights as stored at the head, and our commits not yet revealed."""
+        """Our weights and our commits not yet opened, read at one block (the head's)."""
         ...
 
     async def serve(self, host: str, port: int) -> Submission:

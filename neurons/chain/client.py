@@ -43,7 +43,7 @@ from neurons.chain.chaintypes import (
 from neurons.chain.local.rules import U16_MAX
 from neurons.chain.local.sdk import LocalSdkSubstrate
 from neurons.chain.local.state import LocalChain
-from neurons.chain.results import error_code, reveal_rounds, snapshot_of, submission_of
+from neurons.chain.results import error_code, sealed_commits, snapshot_of, submission_of
 from neurons.chain.wallets import Wallet, hotkey_of, load_wallet
 from neurons.errors import ChainUnavailable, LocalChainError
 from neurons.settings import NeuronSettings
@@ -257,28 +257,38 @@ class BittensorChain:
         return outcome
 
     async def weights_on_chain(self) -> OnChainWeights:
-        """Our row of the weight matrix at the head and the reveal rounds of our sealed commits."""
+        """Our row of the weight matrix, our sealed commits, ``LastUpdate`` and the time, at one block.
+
+        Every read is pinned to the head block read first (``Client.at``): read at different
+        blocks, a reveal landing between two reads would show a commit gone and its weights not
+        there yet.
+        """
 
         async def read() -> OnChainWeights:
-            block = await self._client.block()
-            uid_raw, stamp = await asyncio.gather(
-                self._client.query(("SubtensorModule", "Uids"), [self._netuid, self._hotkey]),
-                self._client.timestamp(),
+            view = await self._client.at()
+            uid_raw, stamp, commits = await asyncio.gather(
+                view.query(("SubtensorModule", "Uids"), [self._netuid, self._hotkey]),
+                view.query(("Timestamp", "Now")),
+                view.query_map(("SubtensorModule", "TimelockedWeightCommits"), [self._netuid]),
             )
             uid = None if uid_raw is None else int(uid_raw)
             row: list[tuple[int, int]] = []
+            last_update = 0
             if uid is not None:
-                row = await self._client.query(("SubtensorModule", "Weights"), [self._netuid, uid]) or []
-            commits = await self._client.query_map(
-                ("SubtensorModule", "TimelockedWeightCommits"), [self._netuid]
-            )
-            pending = reveal_rounds(commits, self._hotkey)
+                stored, updates = await asyncio.gather(
+                    view.query(("SubtensorModule", "Weights"), [self._netuid, uid]),
+                    view.query(("SubtensorModule", "LastUpdate"), [self._netuid]),
+                )
+                row = list(stored or [])
+                if isinstance(updates, list | tuple) and uid < len(updates):
+                    last_update = int(updates[uid])
             return OnChainWeights(
-                block=block,
-                drand_round=timelock.current_round(stamp.timestamp()),
+                block=view.block,
+                drand_round=timelock.current_round(int(stamp or 0) / 1000.0),
                 uid=uid,
                 weights={int(dest): int(value) for dest, value in row},
-                pending_rounds=pending,
+                sealed=sealed_commits(commits, self._hotkey),
+                last_update=last_update,
             )
 
         return await self._run("weights", read, self._read_timeout)

@@ -1,4 +1,4 @@
-"""SDK values as the node's chain types: metagraph snapshots, submissions, our pending reveal rounds."""
+"""SDK values as the node's chain types: metagraph snapshots, submissions, our sealed commits."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import bittensor as bt
 
-from neurons.chain.chaintypes import MetagraphSnapshot, Neuron, Submission
+from neurons.chain.chaintypes import MetagraphSnapshot, Neuron, SealedCommit, Submission
 from neurons.chain.local.rules import RAO_PER_UNIT
 
 
@@ -50,11 +50,11 @@ def submission_of(result: bt.ExtrinsicResult) -> Submission:
     return Submission(success=result.success, message=result.message, block=block, code=code)
 
 
-def reveal_rounds(commits: Iterable[tuple[Any, Any]], hotkey: str) -> tuple[int, ...]:
-    """The reveal rounds of ``hotkey``'s commits in a decoded ``TimelockedWeightCommits`` map."""
+def sealed_commits(commits: Iterable[tuple[Any, Any]], hotkey: str) -> tuple[SealedCommit, ...]:
+    """``hotkey``'s commits in a decoded ``TimelockedWeightCommits`` (epoch -> [(who, block, _, round)])."""
     return tuple(
-        int(reveal_round)
+        SealedCommit(block=int(block), reveal_round=int(reveal_round))
         for _, entries in commits
-        for signer, _block, _ciphertext, reveal_round in entries or []
+        for signer, block, _ciphertext, reveal_round in entries or []
         if str(signer) == hotkey
     )

@@ -53,7 +53,7 @@ LOCAL_MODEL_AGENT = "neurons.demo.agents:local_model_agent"
 GIVE_UP_AGENT = "neurons.demo.agents:give_up_agent"
 # The validator's start-up, task generation and judging, on top of the episode budget.
 ROUND_OVERHEAD_S = 180.0
-# Commit to reveal is one epoch and at most two: 11 to 22 s at the demo's tempo of 10 one-second blocks.
+# Commit to reveal is one epoch and at most two: 10 to 20 s at the demo's tempo of 10 one-second blocks.
 REVEAL_TIMEOUT = 120.0
 
 Say = Callable[[str], None]

@@ -136,7 +136,10 @@ def create_miner_app(
                 if on_shutdown is not None:
                     await on_shutdown()
 
-    app = FastAPI(title="Shopping Arena miner", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # No docs and no /openapi.json on the public port.
+    app = FastAPI(
+        title="Shopping Arena miner", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     app.add_middleware(bounded_headers)
 
     @app.post(TASKS_PATH)

@@ -103,7 +103,10 @@ def create_validator_app(
             if on_shutdown is not None:
                 await on_shutdown()
 
-    app = FastAPI(title="Shopping Arena validator", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # No docs and no /openapi.json: the public port maps nothing for anyone beyond what it serves.
+    app = FastAPI(
+        title="Shopping Arena validator", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None
+    )
     add_error_handlers(app)
     include_tool_router(app, tool_router)
 

@@ -305,7 +305,8 @@ class Validator:
                 "message": submission.message if submission else None,
                 # A commit's weights land at its reveal round; the next pass checks they did.
                 "reveal_round": submission.reveal_round if submission else None,
-                "reveal": weights.reveal.status if weights.reveal else None,
+                "reveal": weights.reveal.status if weights.reveal else None,  # the newest pending commit's
+                "reveals": [check.status for check in weights.reveals],
             }
             if weights
             else None,

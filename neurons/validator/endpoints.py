@@ -8,6 +8,11 @@ are queried; a private testnet names its ranges in an explicit allowlist
 (``ValidatorSettings.miner_networks``); the local network (every process on one host) allows
 all. A refused miner is not queried at all: it is left out of the round like one that serves
 nothing (``arena_miner_endpoint_refusals_total{cause}`` counts them, once per round each).
+
+An IPv6 address that carries an IPv4 one is judged by the IPv4 address it reaches: IPv4-mapped
+(``::ffff:a.b.c.d``), NAT64 (``64:ff9b::/96``, which a NAT64 gateway in the validator's network
+forwards to the embedded address) and 6to4 (``2002::/16``). The local-use NAT64 prefix
+``64:ff9b:1::/48`` (RFC 8215) is private by definition.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ ENDPOINT_CAUSES: tuple[EndpointCause, ...] = (
     "reserved",
 )
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
 
 
 @dataclass(frozen=True)
@@ -58,16 +66,31 @@ def endpoint_policy(network: str, allowed: Sequence[str] = ()) -> EndpointPolicy
     return EndpointPolicy(any_address=network == "local", allowed=networks)
 
 
+def reached(address: IpAddress) -> IpAddress:
+    """The address a packet to ``address`` reaches: the IPv4 one an IPv6 address embeds, or itself."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return address
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)  # 64:ff9b::a00:1 reaches 10.0.0.1
+    if address.sixtofour is not None:
+        return address.sixtofour  # 2002:a00:1:: reaches 10.0.0.1
+    return address
+
+
 def endpoint_refusal(endpoint: str, policy: EndpointPolicy) -> EndpointCause | None:
     """Why the validator will not POST to ``endpoint`` (``http://ip:port``), or None when it will."""
     try:
         address = ipaddress.ip_address(urlsplit(endpoint).hostname or "")
     except ValueError:
         return "not_an_ip"  # the chain stores IP literals; anything else is not ours to resolve
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
-    if policy.any_address or any(address in network for network in policy.allowed):
+    target = reached(address)
+    if policy.any_address or any(a in net for a in (address, target) for net in policy.allowed):
         return None
+    if address in NAT64_LOCAL:
+        return "private"
+    address = target
     if address.is_unspecified:
         return "unspecified"
     if address.is_loopback:

@@ -2,11 +2,14 @@
 
 Each episode is judged and stored in one transaction as soon as its reply arrives (the round,
 ``neurons.validator.rounds``, gathers them). Content the miner sent that cannot be stored is the
-miner's fault, stored as such; identical work in the round is credited once
-(``judging.duplicates``); the judge's code runs in ``RoundDeps.judge_executor``, off the loop.
+miner's fault, stored as such; a scored episode is stored with the address of its work (the
+results its calls got, its answer: ``judging.duplicates.work_hash``), from which the weights
+share one credit between hotkeys that copy one another. The judgment is stored as judged, never
+zeroed for it. The judge's code runs in ``RoundDeps.judge_executor``, off the loop.
 
-A reply refusing us in our own name is held (``Held``), not judged, and the round decides whose
-fault it is (the rule is in ``neurons.validator.rounds``' docstring).
+A reply refusing us in our own name, or saying the miner cannot read the chain, is held
+(``Held``), not judged, and the round decides whose fault it is (the rule is in
+``neurons.validator.rounds``' docstring).
 
 In a world round (``world`` given) each episode's tools run over the world's overlay, the judge
 reads the world's products (its prices, its listings), and the stored episode names the pack.
@@ -30,7 +33,7 @@ from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
-from judging.duplicates import FirstArrivals, credited_once, work_hash
+from judging.duplicates import work_hash
 from judging.judge import JudgeConfig, judge, judge_unanswered
 from judging.outcome import ProductLookup
 from judging.reasoning import Completer
@@ -42,7 +45,7 @@ from neurons.errors import DeadlinePassed
 from neurons.protocol import PROTOCOL_VERSION, TaskBudgets, TaskRequest
 from neurons.validator.backoff import retry
 from neurons.validator.counting import count_stored
-from neurons.validator.miner_client import MinerReply
+from neurons.validator.miner_client import HELD_CAUSES, MinerReply
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.settings import RoundConfig
 from neurons.validator.worlds import RoundWorld
@@ -83,13 +86,14 @@ class RoundDeps:
     query_concurrency: int  # episodes in flight at once (each holds a connection)
     judge_concurrency: int  # LLM judge calls at once
     judge_executor: Executor | None = None  # where the judge's code runs (None: on the event loop)
-    # Run when a miner refuses us in our own name (see the module docstring); None: quorum only.
+    # Run when a miner refuses us in our own name, or a quorum holds replies (``neurons.validator.
+    # rounds``); None: the round's own evidence only.
     self_check: Callable[[], Awaitable[SelfCheck]] | None = None
 
 
 @dataclass(frozen=True)
 class Held:
-    """A reply refusing us in our own name, held until the round decides whose fault it is."""
+    """A reply refusing us in our own name or unable to read the chain, held until the round decides."""
 
     miner: Neuron
     task: Task
@@ -101,7 +105,7 @@ class Held:
 
 
 def refusal_quorum(miners: int) -> int:
-    """How many distinct miners refusing us in our own name make it our fault: half, at least two."""
+    """How many distinct miners holding replies call the round's evidence in: half, at least two."""
     return min(miners, max(2, math.ceil(miners / 2)))
 
 
@@ -123,30 +127,46 @@ class Episodes:
         self.judge_slots = asyncio.Semaphore(deps.judge_concurrency)
         self.tools = tuple(tool_schemas(deps.judge_config.toolset))
         self.budgets = Budgets(config.max_tool_calls, config.episode_seconds)
-        self.arrivals = FirstArrivals()  # identical work in the round is credited once
+        self.works: dict[str, str] = {}  # the work scored so far in the round, and who brought it first
+        self.miners = miners
         self.quorum = refusal_quorum(miners)
         self.claimants: set[str] = set()
+        self.admitted = False  # a miner answered a request of ours 200: it accepted our signature
         self.stopped: str | None = None  # why the round stopped sending (our fault), once it has
         self._check: SelfCheck | None = None
         self._check_lock = asyncio.Lock()
 
     async def _claimed(self, miner: Neuron, reply: MinerReply) -> None:
-        """A miner refused us in our own name: stop the round when that is corroborated."""
+        """A miner held a reply against us or the chain: stop the round when our self-check fails."""
         metrics.VALIDATOR_REFUSALS.labels(reply.refusal or "unknown").inc()
         logger.warning("miner_refused_us round=%d uid=%d reason=%s", self.round_id, miner.uid, reply.refusal)
         self.claimants.add(miner.hotkey)
-        if self.stopped is not None:
+        if self.stopped is not None or self.deps.self_check is None:
             return
-        if len(self.claimants) >= self.quorum:
-            self.stopped = f"{len(self.claimants)} miners refused our requests ({reply.refusal})"
+        # A claim about our state, or a quorum of any: run the self-check (once per round, as a
+        # claim costs the claimant nothing). A quorum alone stops nothing: a colluding half
+        # would escape its zeros; ``unscored_because`` weighs it at the end of the round.
+        if reply.cause != "refused_us" and len(self.claimants) < self.quorum:
             return
-        if self.deps.self_check is None:
-            return
-        async with self._check_lock:  # once per round: a claim costs the claimant nothing
+        async with self._check_lock:
             if self._check is None:
                 self._check = await self.deps.self_check()
         if not self._check.ok and self.stopped is None:
             self.stopped = f"self-check failed: {self._check.cause} ({self._check.detail})"
+
+    def unscored_because(self) -> str | None:
+        """Why the held replies are not the claimants' fault (left unscored), or None: their zeros.
+
+        Ours when our self-check failed (the round stopped sending then). Shared (our clock off
+        by less than a block, or the chain endpoint the miners read) when a quorum of the
+        round's miners held replies and no miner admitted a single request of ours: had our
+        requests been acceptable, the others would have said so.
+        """
+        if self.stopped is not None:
+            return self.stopped
+        if len(self.claimants) >= self.quorum and not self.admitted:
+            return f"{len(self.claimants)} of {self.miners} miners refused us and none admitted a request"
+        return None
 
     async def run(self, miner: Neuron, task: Task) -> Judgment | Held | None:
         """One (miner, task) episode; None when it was never sent (our overload, or a stopped round)."""
@@ -181,7 +201,8 @@ class Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
-        if reply.cause == "refused_us":
+        self.admitted = self.admitted or reply.status_code == 200
+        if reply.cause in HELD_CAUSES:
             await self._claimed(miner, reply)
             return Held(miner, task, reply, episode_id, started, finished, log)
         return await self._finish(miner, task, reply, episode_id, started, finished, log)
@@ -202,14 +223,14 @@ class Episodes:
         log: Sequence[ToolLogEntry],
     ) -> Judgment:
         judgment = await self._judge(task, reply, episode_id, log)
-        # Only work that earns credit claims it: a copy that is zero anyway cannot take it.
-        work = _work(task, reply.trajectory, self.config.max_turns) if judgment.score > 0 else None
-        first = await self.arrivals.claim(work, episode_id) if work is not None else None
-        if work is not None and first is not None:
-            judgment = credited_once(judgment, work=work, first_episode_id=first)
+        # Only work that earns credit claims a share of it: a copy that is zero anyway claims none.
+        work = _work(task, reply.trajectory, log, self.config.max_turns) if judgment.score > 0 else None
+        if work is not None and (first := self.works.setdefault(work, episode_id)) != episode_id:
+            # Observed, not decided here: whether the two share depends on how often their
+            # hotkeys bring the same work (``judging.duplicates.shared_by``, at weights time).
             metrics.DUPLICATE_EPISODES.inc()
             logger.info(
-                "episode_duplicate round=%d uid=%d task=%s first=%s",
+                "episode_same_work round=%d uid=%d task=%s first=%s",
                 self.round_id,
                 miner.uid,
                 task.task_id,
@@ -228,13 +249,7 @@ class Episodes:
             world_id=self.world.world_id if self.world is not None else None,
             pack_hash=self.world.pack_hash if self.world is not None else None,
         )
-        credited = False
-        try:
-            judgment = await self._store(record, reply.trajectory, log, judgment, task)
-            credited = judgment.score > 0
-        finally:
-            if work is not None and first is None:
-                self.arrivals.settle(work, episode_id, credited=credited)
+        judgment = await self._store(record, reply.trajectory, log, judgment, task, work)
         count_stored(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
@@ -299,15 +314,16 @@ class Episodes:
         log: Sequence[ToolLogEntry],
         judgment: Judgment,
         task: Task,
+        work: str | None,
     ) -> Judgment:
-        """Store the judged episode; return the judgment stored.
+        """Store the judged episode with its work; return the judgment stored.
 
         Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
         past every door) is the miner's fault, never a silent drop: the episode is stored as
         ``malformed`` with a zero judgment, its tool log kept with such text escaped.
         """
         try:
-            await self._write(record, trajectory, log, judgment, task)
+            await self._write(record, trajectory, log, judgment, task, work)
         except UnstorableContent as exc:
             logger.warning(
                 "episode_unstorable round=%d uid=%s task=%s error=%s",
@@ -325,7 +341,7 @@ class Episodes:
                 detail="its trajectory or tool log holds text that cannot be stored",
             )
             malformed = record.model_copy(update={"end": "malformed"})
-            await self._write(malformed, None, repository.storable_log(log), judgment, task)
+            await self._write(malformed, None, repository.storable_log(log), judgment, task, None)
         return judgment
 
     async def _write(
@@ -335,6 +351,7 @@ class Episodes:
         log: Sequence[ToolLogEntry],
         judgment: Judgment,
         task: Task,
+        work: str | None,
     ) -> None:
         def write() -> bool:
             with self.deps.sessions() as session:
@@ -345,6 +362,7 @@ class Episodes:
                     tool_log=log,
                     judgment=judgment,
                     task=task,
+                    work=work,
                 )
 
         async def attempt() -> bool:
@@ -362,8 +380,10 @@ class Episodes:
         await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)
 
 
-def _work(task: Task, trajectory: Trajectory | None, max_turns: int) -> str | None:
-    """The work a reply brought (``judging.duplicates``); None past the turn cap.
+def _work(
+    task: Task, trajectory: Trajectory | None, log: Sequence[ToolLogEntry], max_turns: int
+) -> str | None:
+    """The work a reply did (``judging.duplicates``: logged results, answer); None past the turn cap.
 
     Past the cap the episode is a reject anyway; skipping it keeps the hash, computed on the
     event loop, cheap.
@@ -372,4 +392,4 @@ def _work(task: Task, trajectory: Trajectory | None, max_turns: int) -> str | No
         return None
     if sum(len(m.tool_calls or ()) for m in trajectory.messages) > max_turns:
         return None
-    return work_hash(task.task_id, trajectory)
+    return work_hash(task.task_id, trajectory, log)

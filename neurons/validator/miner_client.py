@@ -51,6 +51,7 @@ FailureCause = Literal[
     "transport",  # miner_error: another HTTP transport error
     "http_status",  # miner_error: an answer other than 200
     "refused_us",  # miner_error until the round decides: a refusal naming our own state (OUR_FAULT_REASONS)
+    "chain_view",  # miner_error until the round decides: the miner cannot read the chain (CHAIN_VIEW_REASONS)
     "timeout",  # timeout: no complete answer by the hard deadline
     "encoding",  # malformed: a compressed body (never inflated)
     "malformed",  # malformed: not a valid TaskResponse, or not the one asked for
@@ -63,6 +64,12 @@ FailureCause = Literal[
 OUR_FAULT_REASONS = frozenset({"no_permit", "unknown_hotkey", "stale", "wrong_receiver"})
 """Refusal reasons that name the validator's own state: its registration, permit, clock, or the
 hotkey it signed for. Such a reply is never a miner zero by itself (``neurons.validator.rounds``)."""
+CHAIN_VIEW_REASONS = frozenset({"metagraph_expired", "metagraph_unavailable"})
+"""Refusal reasons that name the miner's view of the chain (503: no metagraph younger than its
+``metagraph_max_age``): an outage of the chain endpoint miners share reads so from every miner,
+so such a reply is never a miner zero by itself either (``neurons.validator.rounds``)."""
+HELD_CAUSES: frozenset[FailureCause] = frozenset({"refused_us", "chain_view"})
+"""Failures the round holds, unjudged, until it decides whose fault they are."""
 
 
 @dataclass(frozen=True)
@@ -193,8 +200,9 @@ class MinerClient:
                 except TimeoutError:
                     outcome = _Failure("timeout", "timeout", f"no complete answer within {budget:.1f}s")
         finally:
-            if outcome is None or (isinstance(outcome, _Failure) and outcome.cause == "refused_us"):
-                self.breaker.abandon(neuron.hotkey)  # neither our overload nor our state is its fault
+            if outcome is None or (isinstance(outcome, _Failure) and outcome.cause in HELD_CAUSES):
+                # Neither our overload, nor our state, nor a chain outage is held against it here.
+                self.breaker.abandon(neuron.hotkey)
         latency = self._clock() - start
         metrics.MINER_REQUEST_DURATION.observe(latency)
         if isinstance(outcome, MinerReply):
@@ -202,7 +210,7 @@ class MinerClient:
             reply = dataclasses.replace(outcome, latency=latency)
             logger.debug("miner_query uid=%d end=completed latency=%.3f", neuron.uid, latency)
             return reply
-        if outcome.cause != "refused_us":
+        if outcome.cause not in HELD_CAUSES:
             self.breaker.record(neuron.hotkey, success=False)
         return self._finish(neuron, outcome, latency)
 
@@ -254,7 +262,11 @@ class MinerClient:
     async def _read(self, answer: httpx.Response, max_bytes: int) -> bytes:
         if answer.status_code != 200:
             reason = await _refusal_reason(answer)
-            cause: FailureCause = "refused_us" if reason in OUR_FAULT_REASONS else "http_status"
+            cause: FailureCause = "http_status"
+            if reason in OUR_FAULT_REASONS:
+                cause = "refused_us"
+            elif reason in CHAIN_VIEW_REASONS:
+                cause = "chain_view"
             detail = f"{answer.status_code} {reason or ''}".strip()
             raise _Failure("miner_error", cause, detail, status=answer.status_code, refusal=reason)
         encoding = answer.headers.get("content-encoding", "identity").strip().lower()

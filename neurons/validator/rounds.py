@@ -8,12 +8,17 @@ crash is dropped (never judged, never scored: our fault, not the miner's), and t
 closes the interrupted round (``recover_round``).
 
 A miner's refusal that names our own state (``no_permit``, ``unknown_hotkey``, ``stale``,
-``wrong_receiver``) is held, not judged, until the round decides whose fault it is. When a quorum
-of the round's miners refuse us so (half of them, at least two), or one does and our own
-self-check fails, the fault is ours: the round stops sending, the held replies stay unscored (no
-episode stored, no zero), and the round closes as ``stopped`` (alerted). Otherwise the claim is
-the claimant's alone, and its held replies are judged and stored as the ``miner_error`` zeros
-they are, so no miner escapes a task by refusing it in our name.
+``wrong_receiver``), or says it cannot read the chain (503 ``metagraph_expired`` or
+``metagraph_unavailable``: an outage of the chain endpoint miners read shows so from every
+miner), is held, not judged, until the round decides whose fault it is. A claim about our state,
+or a quorum of held replies (half the round's miners, at least two), runs our self-check; when
+it fails the fault is ours and the round stops sending. At the end the held replies stay
+unscored (no episode stored, no zero) and the round closes as ``stopped`` (alerted) when the
+self-check failed, or when a quorum held replies and no miner admitted a single request of ours
+(a 200 answer): a clock off by less than a block passes the self-check, and a chain outage is
+not ours to check. Otherwise the claims are the claimants' own, and their held replies are judged
+and stored as the ``miner_error`` zeros they are: a colluding half of a round cannot escape its
+tasks by refusing them in our name while another miner takes ours.
 
 A world round (``world`` given, ``neurons.validator.worlds``) draws its tasks from the world's
 pack instead of the held-out pool (``open_world_round``: the same tasks on every validator with
@@ -61,7 +66,8 @@ __all__ = [
 ]
 
 RoundResult = Literal["ok", "partial", "stopped", "refused", "no_miners", "no_tasks", "no_world"]
-"""``stopped``: miners refused us in our own name mid-round; ``refused``: our self-check failed first;
+"""``stopped``: miners refused us in our own name or could not read the chain, and the round held it
+not theirs (the module docstring); ``refused``: our self-check failed first;
 ``no_world``: world rounds are on and the chain has not produced the world's seed block yet."""
 
 
@@ -76,7 +82,7 @@ class RoundSummary:
     stored: int = 0  # episodes judged and stored
     not_sent: int = 0  # our overload: never sent, never judged
     failed: int = 0  # our faults while judging or storing (logged with traceback)
-    unscored: int = 0  # refused in our own name in a stopped round: never judged, never scored
+    unscored: int = 0  # held replies of a stopped round: never judged, never scored
     refusals: dict[str, int] = field(default_factory=dict)  # those refusals, by reason
     ends: dict[str, int] = field(default_factory=dict)
     successes: int = 0
@@ -232,8 +238,9 @@ async def run_round(
     for outcome in outcomes:
         if not isinstance(outcome, Held):
             _tally(summary, outcome)
-    if episodes.stopped is not None:
-        _unscore(summary, held, round_id, episodes.stopped)
+    unscored_because = episodes.unscored_because()
+    if unscored_because is not None:
+        _unscore(summary, held, round_id, unscored_because)
     else:
         settled = await asyncio.gather(*(episodes.settle(h) for h in held), return_exceptions=True)
         for judged in settled:
@@ -242,7 +249,7 @@ async def run_round(
     summary.seconds = time.monotonic() - started
     if summary.failed or summary.not_sent:
         summary.result = "partial"
-    if episodes.stopped is not None:
+    if unscored_because is not None:
         summary.result = "stopped"
     await asyncio.to_thread(
         in_session,
@@ -273,7 +280,7 @@ def _unscore(summary: RoundSummary, held: list[Held], round_id: int, why: str) -
         reason = h.reply.refusal or "unknown"
         summary.refusals[reason] = summary.refusals.get(reason, 0) + 1
     logger.error(
-        "round_stopped round=%d reason=validator_fault unscored=%d refusals=%s detail=%s",
+        "round_stopped round=%d unscored=%d refusals=%s detail=%s",
         round_id,
         len(held),
         ",".join(f"{k}:{v}" for k, v in sorted(summary.refusals.items())),

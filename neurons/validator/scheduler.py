@@ -3,7 +3,8 @@
 Every job runs through ``run_job``: transient failures (chain unreachable, database down) are
 retried with backoff at this boundary, and anything still raising is caught here (the one
 broad catch), logged with its traceback, and counted in ``arena_job_failures_total{job_name}``;
-the job runs again on its next tick. A job never overlaps itself (``max_instances=1``) and
+the job runs again on its next tick. A run cancelled by ``Scheduler.stop`` (shutdown) is logged
+once at INFO (``job_cancelled``), never as a failure. A job never overlaps itself (``max_instances=1``) and
 missed ticks collapse into one (``coalesce``).
 """
 
@@ -83,6 +84,12 @@ class Scheduler:
             self._running.add(task)
         try:
             return await run_job(job)
+        except asyncio.CancelledError:
+            # ``stop()`` (SIGTERM) cancelled the run: an end, not a failure. Raised on, APScheduler's
+            # executor would log it as the job's exception, with a traceback, at ERROR. This is the
+            # task's outermost frame, and ``stop()`` waits for it, so nothing is lost by ending here.
+            logger.info("job_cancelled job=%s", job.name)
+            return False
         finally:
             if task is not None:
                 self._running.discard(task)

@@ -10,13 +10,17 @@ limit, both read from chain at each pass.
 The chain's ``MaxWeightsLimit`` (``WeightRules.max_weight_share``) is honoured here, not left
 to the SDK: no uid, the burn uid included, may hold more than that share. Left to the SDK, its
 clip redistributes the excess silently and, where the limit cannot be met at all, submits a
-uniform vector that ignores every score (and that the chain refuses anyway). Here the excess
+uniform vector that ignores every score (and that the chain refuses anyway).
+
+No vector is submitted before any score is stored (``no_scores``, a fresh database): it would
+send everything to the burn uid, and the cadence would then hold the first vector with miners in
+it back a whole tempo. Here the excess
 is redistributed over the other uids in proportion to their weight (``cap_shares``), so the
 vector recorded, exported and checked after a reveal is the one that lands; where no vector
 can meet the limit the pass refuses with ``weight_limit``. ``weight_limit_warning`` says at
 start-up what a limit below 65535 does to the policy (a burn share above it cannot be burned).
 
-On a commit-reveal subnet each pass first checks the newest commit whose reveal round is due
+On a commit-reveal subnet each pass first checks every commit still pending
 (``neurons.validator.reveals``); a missing reveal is resubmitted at once.
 """
 
@@ -34,15 +38,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from judging.scores import MinerStanding, ScorePolicy, standings, weight_vector
 from neurons import metrics
 from neurons.chain.chaintypes import Chain, MetagraphSnapshot, WeightRules, WeightSubmission
+from neurons.errors import ChainUnavailable
 from neurons.protocol import WEIGHTS_VERSION_KEY
-from neurons.validator.reveals import RevealCheck, check_reveal
+from neurons.validator.reveals import RevealCheck, check_reveals
 from storage import repository
 from storage.records import WeightRecord
 
 logger = logging.getLogger(__name__)
 
 WeightsResult = Literal[
-    "submitted", "not_due", "rate_limited", "outdated_version", "no_owner", "weight_limit"
+    "submitted", "not_due", "rate_limited", "outdated_version", "no_owner", "weight_limit", "no_scores"
 ]
 # Below the chain's limit by this fraction, so u16 rounding cannot lift the top share over it.
 LIMIT_MARGIN = 1e-3
@@ -62,14 +67,19 @@ class WeightPlan:
 class WeightsOutcome:
     """What a weights pass did; ``submission`` is set when it reached the chain.
 
-    ``reveal`` is the check of the last pending commit, when one was due for checking.
+    ``reveals`` are the checks of the commits that were pending, oldest first.
     """
 
     result: WeightsResult
     block: int
     plan: WeightPlan | None = None
     submission: WeightSubmission | None = None
-    reveal: RevealCheck | None = None
+    reveals: tuple[RevealCheck, ...] = ()
+
+    @property
+    def reveal(self) -> RevealCheck | None:
+        """The check of the newest commit that was pending, or None."""
+        return self.reveals[-1] if self.reveals else None
 
 
 def cap_shares(weights: tuple[float, ...], max_share: float) -> tuple[float, ...] | None:
@@ -174,12 +184,14 @@ async def weights_pass(
     """Submit weights if due; record every submission, successful or refused, and export metrics.
 
     Raises:
-        ChainUnavailable: the chain could not be read or the submission's outcome is unknown
-            (nothing is recorded; the job retries).
+        ChainUnavailable: the chain could not be read (nothing is recorded), or the submission's
+            outcome is unknown (recorded ``unconfirmed``; a later pass confirms it if it landed).
+            The job retries.
         StorageError: the database could not be read or written.
     """
     rules = await chain.weight_rules()
-    reveal = await check_reveal(chain, sessions, rules)
+    reveals = await check_reveals(chain, sessions)
+    missing = any(check.status == "missing" for check in reveals)
     snapshot = await chain.snapshot()
     metrics.CHAIN_BLOCK.set(snapshot.block)
 
@@ -188,9 +200,13 @@ async def weights_pass(
             why = not_due(
                 session, snapshot, rules, hotkey=chain.hotkey, min_blocks=min_blocks, version_key=version_key
             )
-            if why == "not_due" and reveal is not None and reveal.status == "missing":
-                why = None  # the last commit never landed: resubmit now, inside the rate limit
+            if why == "not_due" and missing:
+                why = None  # a commit never landed: resubmit now, inside the rate limit
             plan = plan_weights(session, snapshot, policy)
+            if plan is not None and not plan.standings:
+                # A fresh database: the vector would be all burn, and the cadence would then hold
+                # the first scored one back a whole tempo.
+                return why or "no_scores", plan
             if plan is not None:
                 capped = cap_shares(plan.weights, _usable_share(rules))
                 if capped is None:
@@ -222,8 +238,14 @@ async def weights_pass(
             rules.max_weight_share,
             len(plan.uids) if plan else 0,
         )
-        return WeightsOutcome(result=result, block=snapshot.block, plan=plan, reveal=reveal)
-    submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
+        return WeightsOutcome(result=result, block=snapshot.block, plan=plan, reveals=reveals)
+    try:
+        submission = await chain.set_weights(plan.uids, plan.weights, version_key=version_key)
+    except ChainUnavailable as exc:
+        # The outcome is unknown: it may have landed. Recorded so that a later pass confirms it
+        # from the chain (reveals.confirm_landed) instead of leaving a commit nobody checks.
+        await asyncio.to_thread(_record_unconfirmed, sessions, plan, version_key, exc)
+        raise
     committed = submission.success and submission.committed
     record = WeightRecord(
         uids=submission.uids,
@@ -244,8 +266,24 @@ async def weights_pass(
     await asyncio.to_thread(store)
     _export_submission(submission, snapshot.block)
     return WeightsOutcome(
-        result="submitted", block=snapshot.block, plan=plan, submission=submission, reveal=reveal
+        result="submitted", block=snapshot.block, plan=plan, submission=submission, reveals=reveals
     )
+
+
+def _record_unconfirmed(
+    sessions: sessionmaker[Session], plan: WeightPlan, version_key: int, error: ChainUnavailable
+) -> None:
+    record = WeightRecord(
+        uids=plan.uids,
+        weights=plan.weights,
+        success=False,
+        message=f"outcome unknown: {error}"[:2000],
+        version_key=version_key,
+        at=datetime.now(UTC),
+        reveal_status="unconfirmed",
+    )
+    with sessions() as session:
+        repository.record_weight_submission(session, submission=record)
 
 
 def _export_scores(plan: WeightPlan) -> None:
@@ -260,7 +298,7 @@ def _export_submission(submission: WeightSubmission, block: int) -> None:
     metrics.WEIGHT_SUBMISSIONS.labels("success" if submission.success else submission.code or "refused").inc()
     if not submission.success:
         return
-    if not submission.committed:  # a commit's weights land at its reveal (reveals.check_reveal)
+    if not submission.committed:  # a commit's weights land at its reveal (reveals.check_reveals)
         metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(submission.block or block)
     metrics.MINER_WEIGHT.clear()
     for uid, weight in zip(submission.uids, submission.weights, strict=True):

@@ -19,6 +19,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from judging.scores import MinerStanding, ScorePolicy, standings
 from storage import repository
 from storage.bounds import MAX_STORED_TRAJECTORY_CHARS
 from storage.db import make_engine, make_sessionmaker
@@ -80,6 +81,16 @@ def stored(net: LocalNetwork) -> list[JudgedTrace]:
         engine.dispose()
 
 
+def credits(net: LocalNetwork) -> dict[str, MinerStanding]:
+    """Each hotkey's standing as the weights read it (its mean is its mean credit)."""
+    engine = make_engine(net.db_url)
+    try:
+        with make_sessionmaker(engine)() as session:
+            return standings(repository.score_samples(session, window=64), ScorePolicy())
+    finally:
+        engine.dispose()
+
+
 def by_task(traces: list[JudgedTrace], hotkey: str) -> dict[str, JudgedTrace]:
     return {t.task.task_id: t for t in traces if t.episode.miner_hotkey == hotkey}
 
@@ -102,7 +113,7 @@ def test_a_hostile_round_stores_and_scores_every_episode_and_leaves_honest_score
     try:
         start(net, {"miner-good": "scripted", **HOSTILES})
         report, peak = run_round(net)
-        traces = stored(net)
+        traces, credit = stored(net), credits(net)
     finally:
         net.stop()
 
@@ -127,16 +138,17 @@ def test_a_hostile_round_stores_and_scores_every_episode_and_leaves_honest_score
     for trace in hostile["hostile-injection"].values():
         assert trace.judgment.reasoning.injection_flagged
         assert trace.judgment.score < honest[trace.task.task_id].judgment.score
-    flagged = 0
+    # The two copies are judged as the work they are, and share its credit: together they earn
+    # no more than one of them alone. The honest miner is linked to neither and keeps its own.
+    copy_a, copy_b = (hostile[name] for name in ("hostile-copy-a", "hostile-copy-b"))
     for task_id in tasks:
-        pair = [hostile["hostile-copy-a"][task_id], hostile["hostile-copy-b"][task_id]]
-        copies = [t for t in pair if "duplicate_work" in t.judgment.rejects]
-        if any(t.judgment.score > 0 for t in pair) or copies:  # work that earns nothing claims nothing
-            assert len(copies) == 1 and copies[0].judgment.score == 0, "identical work is credited once"
-            (original,) = [t for t in pair if t is not copies[0]]
-            assert original.judgment.score > 0
-            flagged += 1
-    assert flagged, "the copies earned credit on some task, once"
+        assert copy_a[task_id].judgment.score == copy_b[task_id].judgment.score
+        assert "duplicate_work" not in copy_a[task_id].judgment.rejects + copy_b[task_id].judgment.rejects
+    judged = sum(t.judgment.score for t in copy_a.values()) / len(tasks)
+    assert judged > 0, "the copies earned credit on some task"
+    a, b = (credit[net.hotkey(name)].mean for name in ("hostile-copy-a", "hostile-copy-b"))
+    assert a == pytest.approx(b) and a + b <= judged + 1e-9
+    assert credit[net.hotkey("miner-good")].mean == pytest.approx(sum(honest_alone.values()) / len(tasks))
 
     # Memory: the hostile round costs the validator little more than the honest one.
     assert peak < alone_peak + 400, (peak, alone_peak)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from arena.catalog import iter_products
-from arena.tools import canonical_arguments
+from arena.episode import run_logged
+from arena.tools import ToolContext, canonical_arguments
 from arena.types import (
     FunctionCall,
     GoldItem,
@@ -303,3 +304,20 @@ def good_voucher_episode(ids: str = "3001,3003") -> Episode:
     )
     ep.step("Finished.", ("terminate", {"status": "success"}))
     return ep
+
+
+def logged_episode(
+    ctx: ToolContext, calls: Sequence[tuple[str, Mapping[str, Any]]], *, query: str, task_id: str
+) -> tuple[Trajectory, list[ToolLogEntry]]:
+    """Run calls through the real tools (``ctx``), logged as the tool server logs them."""
+    messages = [Message(role="system", content="Shop."), Message(role="user", content=query)]
+    log: list[ToolLogEntry] = []
+    for n, (name, arguments) in enumerate(calls):
+        call = ToolCall(id=f"c{n}", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
+        entry = run_logged(name, json.dumps(arguments), ctx, episode_id="ep", seq=n, call_id=call.id)
+        log.append(entry)
+        messages += [
+            Message(role="assistant", content=f"Step {n}: {name}.", tool_calls=(call,)),
+            Message(role="tool", tool_call_id=call.id, content=entry.result),
+        ]
+    return Trajectory(task_id=task_id, episode_id="ep", miner_hotkey="hk", messages=tuple(messages)), log

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from arena.episode import run_logged
 from arena.index import SearchIndex
 from arena.tools import ToolContext
-from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, Trajectory
+from arena.types import ToolLogEntry, Trajectory
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.shopper import ShopperSession
@@ -21,6 +20,7 @@ from judging.judge import JudgeConfig, final_score, judge_rules
 from judging.shopper import shopper_evidence
 from judging.types import Judgment, ProcessStats, ShopperEvidence
 from judging.world import AtAnswer
+from tests.judging.factory import logged_episode
 
 CONFIG = JudgeConfig(toolset="arena-3")
 SERVICE_WORDS = {
@@ -65,20 +65,7 @@ def episode(
         ("recommend_product", {"product_ids": answer}),
         ("terminate", {"status": "success"}),
     ]
-    messages = [Message(role="system", content="Shop."), Message(role="user", content=task.task.query)]
-    log: list[ToolLogEntry] = []
-    for n, (name, arguments) in enumerate(calls):
-        call = ToolCall(id=f"c{n}", function=FunctionCall(name=name, arguments=json.dumps(arguments)))
-        entry = run_logged(name, json.dumps(arguments), ctx, episode_id="ep", seq=n, call_id=call.id)
-        log.append(entry)
-        messages += [
-            Message(role="assistant", content=f"Step {n}: {name}.", tool_calls=(call,)),
-            Message(role="tool", tool_call_id=call.id, content=entry.result),
-        ]
-    trajectory = Trajectory(
-        task_id=task.task.task_id, episode_id="ep", miner_hotkey="hk", messages=tuple(messages)
-    )
-    return trajectory, log
+    return logged_episode(ctx, calls, query=task.task.query, task_id=task.task.task_id)
 
 
 def judged(world: WorldOverlay, task: WorldTask, questions: list[str], answer: str) -> Judgment:
@@ -146,6 +133,32 @@ def test_judging_is_deterministic(case: tuple[WorldOverlay, WorldTask, str]) -> 
     first = judged(world, task, [right_question(task), "What colour?"], gold)
     again = judged(world, task, [right_question(task), "What colour?"], gold)
     assert first.content_hash == again.content_hash and first.score == again.score < 1.0
+
+
+def test_a_stuffed_question_is_a_refused_question_and_the_specific_one_still_counts(
+    case: tuple[WorldOverlay, WorldTask, str],
+) -> None:
+    # A question naming every service and 25 attribute words: the shopper refuses it (too broad),
+    # the judge counts it as asked and revealing nothing, and the question needed still succeeds.
+    stuffed = (
+        "Do you need official LazMall, free shipping, cash on delivery or a flash sale deal, and what brand, "
+        "color, size, material, style, pattern, capacity, model, type, weight, length, width, height, "
+        "volume, power, voltage, flavor, scent, age, gender, fit, sleeve, shape, finish or number of pieces?"
+    )
+    world, task, stated_answer = case
+    gold = task.task.gold[0].product_id
+    _, log = episode(world, task, [stuffed], stated_answer)
+    assert log[0].status == "error" and "too_broad" in log[0].result
+    alone = judged(world, task, [stuffed], stated_answer)
+    assert not alone.success
+    assert alone.check("shopper").evidence == ShopperEvidence(
+        asked=1, needed=1, extra=0, revealed=0, refused=1
+    )
+    both = judged(world, task, [stuffed, right_question(task)], gold)
+    assert both.success and (both.process.questions, both.process.questions_needed) == (2, 1)
+    assert both.check("shopper").evidence == ShopperEvidence(
+        asked=2, needed=1, extra=1, revealed=1, refused=1
+    )
 
 
 def test_a_task_without_a_profile_has_no_shopper_check(case: tuple[WorldOverlay, WorldTask, str]) -> None:

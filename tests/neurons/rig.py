@@ -69,8 +69,16 @@ class Rig:
         return await self.net.chain("validator").snapshot()
 
 
-async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str, Agent]) -> None:
-    """Serve each named miner's agent on loopback, its endpoint served on the local chain."""
+async def serve_miners(
+    stack: AsyncExitStack,
+    net: LocalNet,
+    agents: Mapping[str, Agent],
+    configs: Mapping[str, MinerAppConfig] | None = None,
+) -> None:
+    """Serve each named miner's agent on loopback, its endpoint served on the local chain.
+
+    ``configs`` gives a miner's app settings by name (default ``MinerAppConfig()``).
+    """
     for name, agent in agents.items():
         sock = free_socket()
         port = sock.getsockname()[1]
@@ -82,7 +90,8 @@ async def serve_miners(stack: AsyncExitStack, net: LocalNet, agents: Mapping[str
             agent=agent,
             metagraph=chain.snapshot,
             nonce_store=make_nonce_store(),
-            config=MinerAppConfig(),  # the metagraph is read once before serving, then every 30 s
+            # The metagraph is read once before serving, then every metagraph_ttl (30 s).
+            config=(configs or {}).get(name, MinerAppConfig()),
         )
         await stack.enter_async_context(serve_app(app, sock))
 
@@ -97,12 +106,13 @@ async def running_rig(
     completer: Completer | None = None,
     judge_config: JudgeConfig | None = None,
     client: Any = None,
+    miner_configs: Mapping[str, MinerAppConfig] | None = None,
     **config: Any,
 ) -> AsyncIterator[Rig]:
     """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server."""
     registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog())
     async with AsyncExitStack() as stack:
-        await serve_miners(stack, net, agents)
+        await serve_miners(stack, net, agents, miner_configs)
         tool_app = create_validator_app(
             tool_router=create_tool_router(registry, ToolContext(index=index)),
             health=lambda: {"status": "ok"},

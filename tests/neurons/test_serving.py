@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 
 from neurons import metrics
 from neurons.connection_ledger import ConnectionLedger
@@ -37,6 +37,13 @@ def _app() -> FastAPI:
     @app.get("/ok")
     async def ok() -> dict[str, bool]:
         return {"ok": True}
+
+    @app.post("/small")
+    async def small(request: Request) -> Response:
+        # As the miner's door does: refused on the declared size, before a byte of the body.
+        if int(request.headers.get("content-length", "0")) > 1000:
+            return Response(status_code=413)
+        return Response(status_code=204)
 
     return app
 
@@ -155,6 +162,24 @@ async def test_a_request_head_past_the_size_bound_gets_a_431_though_httptools_ha
             await writer.drain()
         assert (await _until_closed(reader)).startswith(b"HTTP/1.1 431")
         writer.close()
+
+
+async def test_the_tail_of_a_body_already_answered_413_is_not_taken_for_an_oversized_head() -> None:
+    """Issue 27, item 13: the body still arriving after the app's early 413 was counted as the next
+    request's head, so an honest oversized request showed as a ``head_too_large`` slow-loris."""
+    bounds = BOUNDS.model_copy(update={"max_header_bytes": 4096})
+    before = metrics.HTTP_REFUSED_CONNECTIONS.labels("head_too_large")._value.get()
+    async with served(bounds) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /small HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n")
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 413")
+        for _ in range(10):  # the body the client had started to send anyway
+            writer.write(b"x" * 10_000)
+            await writer.drain()
+        writer.write(b"GET /ok HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")  # then the next request
+        assert b'{"ok":true}' in await _until_closed(reader)
+        writer.close()
+    assert metrics.HTTP_REFUSED_CONNECTIONS.labels("head_too_large")._value.get() == before
 
 
 PEER_BOUNDS = ConnectionBounds(max_connections=8, max_connections_per_peer=5, max_pending_per_peer=3)

@@ -12,16 +12,19 @@ from storage.errors import ConflictError, MissingRecord
 from storage.records import WeightRecord
 from storage.repository import (
     close_round,
+    commit_recorded,
+    confirm_submission,
     get_round,
     last_round,
     last_successful_weights,
     latest_scores,
     open_round,
-    pending_reveal,
+    pending_reveals,
     record_reveal,
     record_scores,
     record_weight_submission,
     score_history,
+    unconfirmed_submission,
     weight_history,
 )
 from tests.storage.factories import T0, VALIDATOR
@@ -99,27 +102,52 @@ def test_a_commit_keeps_its_reveal_round_until_its_reveal_is_checked(session: Se
         reveal_status="pending",
     )
     newer = commit.model_copy(update={"block": 110, "reveal_round": 9002, "at": T0 + timedelta(minutes=2)})
+    twin = commit.model_copy(update={"block": 105, "at": T0 + timedelta(minutes=1)})  # the same round
 
     assert record_weight_submission(session, submission=commit)
-    assert pending_reveal(session) == commit
+    assert pending_reveals(session) == [commit]
     assert last_successful_weights(session, landed=True) is None  # included, not yet on chain
-    assert record_weight_submission(session, submission=newer)  # a newer commit supersedes the first
-    assert pending_reveal(session) == newer
-    assert not record_reveal(session, reveal_round=9001, status="revealed", block=130)
-    assert record_reveal(session, reveal_round=9002, status="revealed", block=140)
+    assert record_weight_submission(session, submission=twin)
+    assert record_weight_submission(session, submission=newer)  # a newer commit settles nothing
+    assert pending_reveals(session) == [commit, twin, newer]  # oldest first
+    assert record_reveal(session, reveal_round=9001, commit_block=100, status="superseded", block=130)
+    assert not record_reveal(session, reveal_round=9001, commit_block=100, status="revealed", block=131)
+    assert record_reveal(session, reveal_round=9001, commit_block=105, status="revealed", block=130)
+    assert record_reveal(session, reveal_round=9002, commit_block=110, status="revealed", block=140)
 
-    assert pending_reveal(session) is None
+    assert pending_reveals(session) == []
     landed = last_successful_weights(session, landed=True)
     assert landed is not None and (landed.reveal_status, landed.reveal_block) == ("revealed", 140)
-    assert [(w.reveal_round, w.reveal_status) for w in weight_history(session)] == [
-        (9002, "revealed"),
-        (9001, "superseded"),
+    assert [(w.block, w.reveal_status) for w in weight_history(session)] == [
+        (110, "revealed"),
+        (105, "revealed"),
+        (100, "superseded"),
     ]
     assert not record_weight_submission(session, submission=newer)  # its identity ignores the outcome
     lost = newer.model_copy(update={"block": 200, "reveal_round": 9003, "at": T0 + timedelta(minutes=9)})
     record_weight_submission(session, submission=lost)
-    record_reveal(session, reveal_round=9003, status="missing", block=230)
+    record_reveal(session, reveal_round=9003, commit_block=200, status="missing", block=230)
     assert last_successful_weights(session) == landed  # a commit that never landed does not count
+
+
+def test_an_unconfirmed_attempt_is_confirmed_once_as_landed(session: Session) -> None:
+    attempt = WeightRecord(
+        uids=(0, 3), weights=(0.2, 0.8), success=False, message="outcome unknown", at=T0,
+        reveal_status="unconfirmed",
+    )  # fmt: skip
+    assert confirm_submission(session, block=50, reveal_round=7) is None  # none yet
+    record_weight_submission(session, submission=attempt)
+
+    assert unconfirmed_submission(session) == attempt
+    assert last_successful_weights(session) is None
+    assert not commit_recorded(session, block=120, reveal_round=9001)
+    confirmed = confirm_submission(session, block=120, reveal_round=9001)
+
+    assert confirmed is not None and (confirmed.success, confirmed.block) == (True, 120)
+    assert confirmed.reveal_status == "pending" and pending_reveals(session) == [confirmed]
+    assert commit_recorded(session, block=120, reveal_round=9001)
+    assert unconfirmed_submission(session) is None
+    assert last_successful_weights(session) == confirmed
 
 
 def test_weight_records_refuse_bad_vectors() -> None:

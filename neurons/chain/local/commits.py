@@ -7,9 +7,13 @@ its first block whose time is at or after the drand round's publication (the pul
 chain); it is applied under ``set_weights``'s rules at that block (``rules.reveal_weights``). A
 failed reveal is silent, as on chain: the commit is marked ``failed`` with the pallet error and no
 weights change; one whose round is not published before its reveal epoch ends is ``expired``.
-Epochs are subtensor's (``LocalChainConfig.epoch_index``): ``tempo + 1`` blocks, offset by
-``netuid + 1``, epoch ``e`` starting at block ``e * (tempo + 1) - (netuid + 1)``. The SDK times a
-commit's drand round for the first block of its reveal epoch counted that way.
+Epochs follow subtensor's stateful schedule (``LocalChainConfig.epoch_index``: an epoch runs
+``tempo`` blocks after the last one, ``SubnetEpochIndex`` counts them), and a commit belongs to
+the epoch of the block that includes it. Subtensor tries a commit of epoch ``e`` at every block
+of epoch ``e + reveal_period`` once the round's pulse is on chain (``pulse_delay`` after the
+round's publication; a stall is a delay past the epoch) and drops it at the next epoch; the SDK
+times its drand round from the same schedule (``LastEpochBlock``, ``SubnetEpochIndex``,
+``BlocksSinceLastStep``, read from this chain), a little after the reveal epoch begins.
 """
 
 from __future__ import annotations
@@ -42,8 +46,8 @@ def keep_commit(
 
 def reveal_window(config: LocalChainConfig, commit: CommitRecord) -> tuple[int, int]:
     """The first and the last block of the commit's reveal epoch."""
-    first = config.epoch_start(config.epoch_index(commit.block) + config.reveal_period_epochs)
-    return first, first + config.tempo
+    reveal_epoch = config.epoch_index(commit.block) + config.reveal_period_epochs
+    return config.epoch_start(reveal_epoch), config.epoch_start(reveal_epoch + 1) - 1
 
 
 def opening_block(config: LocalChainConfig, commit: CommitRecord) -> int | None:
@@ -51,7 +55,7 @@ def opening_block(config: LocalChainConfig, commit: CommitRecord) -> int | None:
     first, last = reveal_window(config, commit)
     if math.isinf(commit.reveal_at):
         return None
-    opens = max(first, config.first_block_at(commit.reveal_at))
+    opens = max(first, config.first_block_at(commit.reveal_at + config.pulse_delay))
     return opens if opens <= last else None
 
 

@@ -30,8 +30,8 @@ def _on_subnet(read: StorageRead, default: Any = None) -> StorageRead:
 
 
 def epoch(view: ChainView) -> tuple[int, int]:
-    """(the block the subnet's epoch last ran at, the epoch index): ``LocalChainConfig.epoch_index``."""
-    return view.config.last_step(view.block), view.config.epoch_index(view.block)
+    """(``LastEpochBlock``, ``SubnetEpochIndex``) at the view's block: subtensor's stateful schedule."""
+    return view.config.last_epoch_block(view.block), view.config.epoch_index(view.block)
 
 
 def _axon(n: NeuronRow) -> dict[str, int]:

@@ -32,28 +32,39 @@ class LocalChainConfig:
     max_uids: int = 256
     serving_rate_limit: int = 0
     min_stake: float = 0.0
+    # Seconds from a drand round's publication to its pulse on chain: a real chain's arrive a few
+    # seconds late; one past the reveal epoch is a drand stall, and the commit expires unopened.
+    pulse_delay: float = 0.0
     # Subtensor refuses 127.0.0.1 and ::1 as axon addresses. "The local network is in use" (every
     # process on one host, as in the demo and tests/e2e) needs them: only then may this be True.
     loopback_axons: bool = False
 
-    def epoch_index(self, block: int) -> int:
-        """The subnet's epoch at ``block``, as subtensor counts it (``get_epoch_index``).
+    def epoch_anchor(self) -> int:
+        """``LastEpochBlock`` when the subnet was added (at block 1): staggered by ``netuid % tempo``.
 
-        Epochs are ``tempo + 1`` blocks offset by ``netuid + 1``, so that subnets do not all step
-        at once; the SDK times a commit's drand round by the same count, so the chain must too.
+        As subtensor's ``init_new_network`` (saturating at block 0).
         """
-        return (block + self.netuid + 1) // (self.tempo + 1)
+        return max(0, 1 - self.netuid % max(1, self.tempo))
+
+    def epoch_index(self, block: int) -> int:
+        """``SubnetEpochIndex`` at ``block``: how many epochs have run at or before it.
+
+        Subtensor's stateful schedule: an epoch runs where ``block - LastEpochBlock >= tempo``
+        and moves ``LastEpochBlock`` there, so epochs are ``tempo`` blocks apart from the
+        anchor. The local chain has no tempo change, owner-triggered epoch or per-block epoch
+        cap, so the count has this closed form; a tempo of 0 runs none.
+        """
+        if self.tempo <= 0:
+            return 0
+        return max(0, (block - self.epoch_anchor()) // self.tempo)
 
     def epoch_start(self, index: int) -> int:
-        """The first block of epoch ``index``."""
-        return index * (self.tempo + 1) - (self.netuid + 1)
+        """The block epoch ``index`` runs at (the block its ``LastEpochBlock`` is); 0 is the anchor."""
+        return self.epoch_anchor() + index * self.tempo
 
-    def last_step(self, block: int) -> int:
-        """The last block at or before ``block`` at which the subnet's epoch ran (0: none yet).
-
-        Subtensor runs it where ``blocks_until_next_epoch`` is 0: an epoch's last block.
-        """
-        return max(0, block - (block + self.netuid + 2) % (self.tempo + 1))
+    def last_epoch_block(self, block: int) -> int:
+        """``LastEpochBlock`` at ``block``: where the subnet's epoch last ran (the anchor before any)."""
+        return self.epoch_start(self.epoch_index(block))
 
     def block_at(self, now: float) -> int:
         """The block current at wall time ``now`` (block 1 is genesis)."""

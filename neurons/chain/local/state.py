@@ -4,8 +4,10 @@ The file holds the subnet's configuration, its registered neurons (hotkey, coldk
 validator permit, served axon), the weights each validator set, and a log of every extrinsic
 (successful or refused). Blocks are not produced by anyone: the current block is derived from
 wall time (``1 + (now - genesis) // block_seconds``), so every process agrees on it without a
-block-producing daemon. Writes take SQLite's write lock (``BEGIN IMMEDIATE``), so a validator
-and several miners in separate processes see one consistent chain.
+block-producing daemon. A signed call lands in the next block (the head's plus one), as a node
+includes a transaction in the block it builds next; a read sees it at once (the file keeps no
+history). Writes take SQLite's write lock (``BEGIN IMMEDIATE``), so a validator and several
+miners in separate processes see one consistent chain.
 
 ``LocalChain.dispatch`` applies a signed call under the pool's and the pallet's rules of
 ``neurons.chain.local.rules`` (set weights, timelocked weight commits, serving an axon; the
@@ -82,7 +84,7 @@ def create_local_chain(
         **settings: any other ``LocalChainConfig`` field (block_seconds, tempo,
             weights_rate_limit, min_allowed_weights, max_weights_limit, commit_reveal (on by
             default, as on finney), reveal_period_epochs, weights_version, max_uids,
-            serving_rate_limit, min_stake, loopback_axons, name, symbol).
+            serving_rate_limit, min_stake, pulse_delay, loopback_axons, name, symbol).
 
     Returns:
         The configuration written.
@@ -152,9 +154,49 @@ def register(
     return uid
 
 
-def read_weights(path: Path, *, clock: Callable[[], float] = time.time) -> dict[int, dict[int, int]]:
-    """The weights on the local chain (reveals due at ``clock()`` applied): uid -> {dest: u16 value}."""
-    LocalChain(path, clock=clock).reveal_due()
+def replace_neuron(
+    path: Path,
+    uid: int,
+    hotkey: str,
+    coldkey: str,
+    *,
+    stake: float = 0.0,
+    validator_permit: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> None:
+    """Deregister the neuron at ``uid`` and register ``hotkey`` there, as subtensor's ``replace_neuron``.
+
+    Its axon, its weights and its last update go (the last update becomes the replacement's
+    block); the weights other validators set to ``uid`` are zeroed in place, not removed
+    (``clear_neuron``), so their rows keep the uid with 0 and the others' values unscaled.
+
+    Raises:
+        LocalChainError: no neuron holds ``uid``, it is the owner's, or ``hotkey`` holds another uid.
+    """
+    with connect(path, write=True) as conn:
+        config = read_config(conn)
+        row = conn.execute("SELECT hotkey FROM neurons WHERE uid = ?", (uid,)).fetchone()
+        if row is None or row["hotkey"] == config.owner_hotkey:
+            raise LocalChainError(f"uid {uid} holds no neuron that can be replaced")
+        taken = conn.execute("SELECT uid FROM neurons WHERE hotkey = ?", (hotkey,)).fetchone()
+        if taken is not None and int(taken["uid"]) != uid:
+            raise LocalChainError(f"hotkey {hotkey} already holds uid {taken['uid']}")
+        block = config.block_at(clock())
+        conn.execute("DELETE FROM neurons WHERE uid = ?", (uid,))
+        insert_neuron(
+            conn, NeuronRow(uid, hotkey, coldkey, round(stake * RAO_PER_UNIT), validator_permit, block)
+        )
+        conn.execute("UPDATE neurons SET last_update = ? WHERE uid = ?", (block, uid))
+        conn.execute("DELETE FROM weights WHERE uid = ?", (uid,))
+        conn.execute("UPDATE weights SET value = 0 WHERE dest = ?", (uid,))
+    logger.info("local chain replaced uid=%d hotkey=%s", uid, hotkey)
+
+
+def read_weights(
+    path: Path, *, clock: Callable[[], float] = time.time, at: int | None = None
+) -> dict[int, dict[int, int]]:
+    """The weights on the local chain, reveals due by block ``at`` (the head) applied: uid -> {dest: u16}."""
+    LocalChain(path, clock=clock).reveal_due(at)
     with connect(path) as conn:
         rows = conn.execute("SELECT uid, dest, value FROM weights ORDER BY uid, dest").fetchall()
     out: dict[int, dict[int, int]] = {}
@@ -174,9 +216,11 @@ def read_extrinsics(path: Path, *, call: str | None = None) -> list[ExtrinsicRec
     return [r for r in records if call is None or r.call == call]
 
 
-def read_commits(path: Path, *, clock: Callable[[], float] = time.time) -> list[CommitRecord]:
-    """Every timelocked commit the local chain kept, oldest first (reveals due at ``clock()`` applied)."""
-    LocalChain(path, clock=clock).reveal_due()
+def read_commits(
+    path: Path, *, clock: Callable[[], float] = time.time, at: int | None = None
+) -> list[CommitRecord]:
+    """Every timelocked commit kept, oldest first; reveals due by ``at`` (the head) applied."""
+    LocalChain(path, clock=clock).reveal_due(at)
     with connect(path) as conn:
         rows = conn.execute("SELECT * FROM commits ORDER BY id").fetchall()
     return [commit_record(row) for row in rows]
@@ -207,18 +251,29 @@ class LocalChain:
         """The current block."""
         return self.config.block_at(self._clock())
 
-    def reveal_due(self) -> int:
-        """Apply the reveals due at the current block (only a read when none is); returns how many."""
-        block = self.block()
+    def at(self, block: int | None) -> int:
+        """The block a read pinned to ``block`` sees: that block, or the head when it is later or None."""
+        head = self.block()
+        return head if block is None else min(block, head)
+
+    def reveal_due(self, at: int | None = None) -> int:
+        """Apply the reveals due by block ``at`` (the head by default); returns how many (0: only a read)."""
+        block = self.at(at)
         with connect(self.path) as conn:
             if not pending_due(conn, self.config, block):
                 return 0
         with connect(self.path, write=True) as conn:
             return reveal_pending(conn, self.config, block)
 
-    def view(self) -> ChainView:
-        """The subnet's neurons at the current block (reveals due applied first)."""
-        block = self.block()
+    def view(self, at: int | None = None) -> ChainView:
+        """The subnet's neurons at block ``at`` (the head by default), reveals due by then applied first.
+
+        The file keeps no history: a read pinned to an older block sees that block's number,
+        time and epoch, and the neurons, weights and commits as they are now, reveals due by
+        that block applied (the first access after a block applies its reveals, so a pinned read
+        sees a later one only when another access applied it first).
+        """
+        block = self.at(at)
         with connect(self.path) as conn:  # one read in the common case: no reveal due
             if not pending_due(conn, self.config, block):
                 return ChainView(self.config, block, read_neurons(conn))
@@ -226,13 +281,14 @@ class LocalChain:
             reveal_pending(conn, self.config, block)
             return ChainView(self.config, block, read_neurons(conn))
 
-    def weights(self) -> dict[int, list[tuple[int, int]]]:
-        """Stored weights per setting uid, as (dest uid, u16 value) pairs."""
-        return {uid: sorted(row.items()) for uid, row in read_weights(self.path, clock=self._clock).items()}
+    def weights(self, at: int | None = None) -> dict[int, list[tuple[int, int]]]:
+        """Stored weights per setting uid, as (dest uid, u16 value) pairs (reveals due by ``at`` applied)."""
+        rows = read_weights(self.path, clock=self._clock, at=at)
+        return {uid: sorted(row.items()) for uid, row in rows.items()}
 
-    def pending_commits(self) -> list[CommitRecord]:
-        """The timelocked commits not revealed yet (what ``TimelockedWeightCommits`` holds)."""
-        return [c for c in read_commits(self.path, clock=self._clock) if c.status == "pending"]
+    def pending_commits(self, at: int | None = None) -> list[CommitRecord]:
+        """The timelocked commits not opened yet (what ``TimelockedWeightCommits`` holds) at ``at``."""
+        return [c for c in read_commits(self.path, clock=self._clock, at=at) if c.status == "pending"]
 
     def extrinsic_count(self, signer: str) -> int:
         """How many extrinsics of ``signer`` reached a block (its account nonce)."""
@@ -264,7 +320,9 @@ class LocalChain:
         """
         with connect(self.path, write=True) as conn:
             config = read_config(conn)
-            block = config.block_at(self._clock())
+            # Included in the block after the head, as a node's pool puts a transaction in the
+            # block it builds next (the SDK times a commit's reveal round for that block).
+            block = config.block_at(self._clock()) + 1
             reveal_pending(conn, config, block)  # reveals due come first in a block, as on chain
             expected = int(
                 conn.execute("SELECT COUNT(*) FROM extrinsics WHERE signer = ?", (signer,)).fetchone()[0]

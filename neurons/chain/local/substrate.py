@@ -47,6 +47,11 @@ class LocalCall:
         return {"call_module": self.module, "call_function": self.function, "call_args": args}
 
 
+def _block_of(block_hash: str | None) -> int | None:
+    """The block a hash of ``LocalSubstrate.block_hash_of`` names (its last 8 bytes); None: the head."""
+    return int(block_hash[-16:], 16) if block_hash else None
+
+
 def _unsupported(what: str) -> LocalChainError:
     return LocalChainError(f"{what} is not supported by the local chain")
 
@@ -61,8 +66,8 @@ class LocalSubstrate:
         self._nonces: dict[str, int] = {}
         self._nonce_lock = asyncio.Lock()
 
-    async def _view(self) -> ChainView:
-        return await asyncio.to_thread(self.chain.view)
+    async def _view(self, block_hash: str | None = None) -> ChainView:
+        return await asyncio.to_thread(self.chain.view, _block_of(block_hash))
 
     def block_hash_of(self, block: int) -> str:
         """Deterministic hash of ``block`` that also carries its number (last 8 bytes)."""
@@ -121,19 +126,20 @@ class LocalSubstrate:
         params: list[Any] | None = None,
         block_hash: str | None = None,
     ) -> Any:
-        """One storage item, decoded. State is the head's: the local chain keeps no history."""
+        """One storage item, decoded, at ``block_hash``'s block (``LocalChain.view``: no history kept)."""
         if (module, storage_function) == ("SubtensorModule", "Weights"):
-            return await self._weights_row(list(params or []))
+            return await self._weights_row(list(params or []), block_hash)
         read = STORAGE.get((module, storage_function))
         if read is None:
             raise _unsupported(f"storage {module}.{storage_function}")
-        return read(await self._view(), list(params or []))
+        return read(await self._view(block_hash), list(params or []))
 
-    async def _weights_row(self, params: list[Any]) -> list[tuple[int, int]]:
+    async def _weights_row(self, params: list[Any], block_hash: str | None) -> list[tuple[int, int]]:
         """``Weights[netuid, uid]``: one validator's (dest, u16 value) pairs."""
         if len(params) < 2 or int(params[0]) != self.chain.config.netuid:
             return []
-        return dict(await asyncio.to_thread(self.chain.weights)).get(int(params[1]), [])
+        rows = await asyncio.to_thread(self.chain.weights, _block_of(block_hash))
+        return dict(rows).get(int(params[1]), [])
 
     async def map_has_entries(
         self, module: str, storage_function: str, params: list[Any], block_hash: str | None = None
@@ -150,15 +156,15 @@ class LocalSubstrate:
     ) -> list[tuple[Any, Any]]:
         """A storage map as (key, value) pairs: weights, uids, and (empty) commitments."""
         item, args = (module, storage_function), list(params or [])
-        view = await self._view()
+        view = await self._view(block_hash)
         on_subnet = bool(args) and int(args[0]) == view.config.netuid
         if item == ("SubtensorModule", "Weights"):
-            weights = await asyncio.to_thread(self.chain.weights) if on_subnet else {}
+            weights = await asyncio.to_thread(self.chain.weights, view.block) if on_subnet else {}
             return sorted(weights.items())
         if item == ("SubtensorModule", "Uids"):
             return [(n.hotkey, n.uid) for n in view.neurons] if on_subnet else []
         if item == ("SubtensorModule", "TimelockedWeightCommits"):
-            pending = await asyncio.to_thread(self.chain.pending_commits) if on_subnet else []
+            pending = await asyncio.to_thread(self.chain.pending_commits, view.block) if on_subnet else []
             return commits_by_epoch(view, pending)
         if item == ("SubtensorModule", "TokenSymbol"):
             return [(view.config.netuid, list(view.config.symbol.encode()))]
@@ -178,11 +184,9 @@ class LocalSubstrate:
         """The runtime APIs the SDK's metagraph read uses."""
         if (api, method) != ("SubnetInfoRuntimeApi", "get_metagraph"):
             raise _unsupported(f"runtime API {api}.{method}")
-        view = await self._view()
+        view = await self._view(block_hash)
         if not params or int(params[0]) != view.config.netuid:
             return None
-        if block_hash is not None:
-            view = ChainView(view.config, int(block_hash[-16:], 16), view.neurons)
         return metagraph(view)
 
     async def constant(self, module: str, name: str) -> Any:

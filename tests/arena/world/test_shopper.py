@@ -15,11 +15,13 @@ from arena.world.overlay import WorldOverlay
 from arena.world.shopper import (
     MAX_QUESTION_CHARS,
     MAX_QUESTIONS,
+    MAX_TOPICS,
     NO_PREFERENCE,
     QUESTION_REPEATS,
     ShopperAnswer,
     ShopperSession,
     answer_question,
+    topics,
 )
 from arena.world.tasks import held_back_decides
 from arena.world.types import HeldAttribute, HeldService, ShopperProfile
@@ -66,6 +68,71 @@ def test_a_constraint_is_revealed_only_when_the_question_asks_for_it(
     found = answer_question(PROFILE, question).revealed
     names = tuple(c.service if isinstance(c, HeldService) else c.key for c in found)
     assert names == revealed
+
+
+# The red team's probe, rebuilt: every service and 25 attribute words in one 292-character question.
+STUFFED = (
+    "Do you need official LazMall, free shipping, cash on delivery or a flash sale deal, and what brand, "
+    "color, size, material, style, pattern, capacity, model, type, weight, length, width, height, volume, "
+    "power, voltage, flavor, scent, age, gender, fit, sleeve, shape, finish or number of pieces?"
+)
+
+
+def test_a_keyword_stuffed_question_is_refused_and_reveals_nothing(ctx: ToolContext) -> None:
+    assert len(STUFFED) == 292 and topics(STUFFED) > MAX_TOPICS
+    wide = ShopperProfile(
+        held_back=(
+            HeldService(item=0, service="COD"),
+            HeldAttribute(item=0, key="brand", value="Acme"),
+            HeldAttribute(item=0, key="strap_material", value="leather"),
+        )
+    )
+    assert answer_question(wide, STUFFED).revealed == ()
+    error, message = answer(ctx, STUFFED)
+    assert error and "too_broad" in message and str(MAX_TOPICS) in message
+    assert answer(ctx, "Do you need free shipping?") == (False, "Yes: it has to have free shipping.")
+
+
+@pytest.mark.parametrize(
+    ("question", "count"),
+    [
+        ("Do you need free shipping?", 1),
+        ("Free shipping, cash on delivery, an official LazMall store or a flash sale?", 1),  # one topic
+        ("Any shipping needs, and what number of pieces?", 3),
+        ("Do you need a particular service, or a particular brand, colour or size?", 4),
+        ("Should it be the 1000+ set?", 2),
+        ("x" * MAX_QUESTION_CHARS, 1),
+        ("What colour, size, brand, material or pattern?", 5),
+    ],
+)
+def test_a_question_names_its_topics_with_the_services_as_one(question: str, count: int) -> None:
+    assert topics(question) == count
+
+
+ASKED_SERVICE = {
+    "official": "an official store",
+    "freeShipping": "free shipping",
+    "COD": "cash on delivery",
+    "flashsale": "a flash sale",
+}
+
+
+def test_one_question_reveals_at_most_what_its_bounded_topics_ask_for(world_base: SearchIndex) -> None:
+    # Over four compiled worlds: the stuffed question empties no shopper; each held-back
+    # constraint is still revealed by the specific question naming it, within the bound.
+    held = 0
+    for n in range(1, 5):
+        for task in compile_world(f"round-{n}", world_base).tasks:
+            assert answer_question(task.profile, STUFFED).revealed == ()
+            for constraint in task.profile.held_back:
+                held += 1
+                if isinstance(constraint, HeldService):
+                    question = f"Do you need {ASKED_SERVICE[constraint.service]}?"
+                else:
+                    question = f"Which {constraint.key.replace('_', ' ')} do you want?"
+                assert topics(question) <= MAX_TOPICS, question
+                assert constraint in answer_question(task.profile, question).revealed, question
+    assert held >= 10
 
 
 def test_a_bare_yes_or_no_value_is_asked_for_by_its_key_only() -> None:

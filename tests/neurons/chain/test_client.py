@@ -144,7 +144,7 @@ async def test_set_weights_lands_the_sdk_quantised_vector(make_net: Callable[...
     submission = await net.chain("validator").set_weights([0, 2, 3], weights, version_key=0)
 
     assert submission.success, submission.message
-    assert submission.block == await net.chain("validator").block()
+    assert submission.block == await net.chain("validator").block() + 1  # the block after the head
     assert submission.uids == (0, 2, 3) and submission.weights == (0.2, 0.5, 0.3)
     assert read_weights(net.path) == {1: dict(zip([0, 2, 3], quantised(weights), strict=True))}
     snapshot = await net.chain("validator").snapshot()
@@ -169,8 +169,8 @@ async def test_second_set_weights_inside_the_rate_limit_is_refused_not_raised(
 ) -> None:
     net = make_net(weights_rate_limit=10, commit_reveal=False)
     chain = net.chain("validator")
-    first = await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)
-    net.clock.advance(12.0 * 9)
+    first = await chain.set_weights([2, 3], [1.0, 1.0], version_key=0)  # lands in the block after the head
+    net.clock.advance(12.0 * 10)  # 9 blocks after it
 
     second = await chain.set_weights([2, 3], [1.0, 0.0], version_key=0)
 
@@ -242,13 +242,80 @@ async def test_commit_reveal_subnet_gets_a_timelocked_commit_revealed_at_its_rou
     assert record.call == "SubtensorModule.commit_timelocked_mechanism_weights"
     assert record.params["reveal_round"] == submission.reveal_round
     assert len(record.params["commit"]) > 100  # the encrypted payload, not the plain vector
-    assert sealed.weights == {} and sealed.pending_rounds == (submission.reveal_round,)
-    assert opened.drand_round >= submission.reveal_round and opened.pending_rounds == ()
+    assert sealed.weights == {} and [c.reveal_round for c in sealed.sealed] == [submission.reveal_round]
+    assert [c.block for c in sealed.sealed] == [submission.block] and sealed.last_update == submission.block
+    assert opened.drand_round >= submission.reveal_round and opened.sealed == ()
     # The revealed vector is the one a plain submission would have stored.
     assert opened.weights == dict(zip([0, 2, 3], quantised([0.2, 0.5, 0.3]), strict=True))
     [commit] = read_commits(net.path, clock=net.clock)
     assert commit.status == "revealed" and commit.revealed_block is not None
     assert commit.revealed_block > (submission.block or 0)
+
+
+@pytest.mark.parametrize("reveal_period", [1, 2])
+async def test_a_commit_at_any_block_of_three_epochs_opens_where_the_sdk_timed_it(
+    make_net: Callable[..., LocalNet], reveal_period: int
+) -> None:
+    """The probe of issue 27: commit at every block of three epochs (12 s blocks), early and late in
+    each block; the SDK times every round by the chain's epoch schedule, so none expires."""
+    net = make_net(weights_rate_limit=0, reveal_period_epochs=reveal_period)
+    chain = net.chain("validator")
+    config = LocalChain(net.path, clock=net.clock).config
+    start = config.block_at(net.clock.now) + 1
+    committed = []
+    for block in range(start, start + 3 * config.tempo):
+        net.clock.now = config.block_time(block) + (0.5 if block % 2 else 11.5)
+        submission = await chain.set_weights([0, 2, 3], [0.2, 0.5, 0.3], version_key=0)
+        assert submission.success and submission.committed, submission.message
+        committed.append(submission)
+    net.clock.advance(12.0 * (reveal_period + 2) * config.tempo)
+
+    commits = read_commits(net.path, clock=net.clock)
+
+    assert len(commits) == 3 * config.tempo
+    assert [c.block for c in commits] == [s.block for s in committed]
+    assert [(c.block, c.status, c.error) for c in commits if c.status != "revealed"] == []
+
+
+class TickingClock:
+    """Wall time that moves ``tick`` seconds each time it is read, once started: time passes mid-read."""
+
+    def __init__(self, now: float) -> None:
+        self.now, self.tick = now, 0.0
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+async def test_our_weights_commits_and_the_drand_round_are_read_at_one_block(net: LocalNet) -> None:
+    """Issue 27, item 8: the head, our row, our sealed commits and the time were read at different
+    blocks, so a reveal landing mid-read showed a commit gone and its weights not yet there."""
+    config = LocalChain(net.path).config
+    clock = TickingClock(net.clock.now)
+    chain = open_chain(
+        "local",
+        NETUID,
+        wallet_name="validator",
+        wallet_hotkey="default",
+        wallet_path=net.wallets_dir,
+        local_chain_path=net.path,
+        clock=clock,
+    )
+    submission = await chain.set_weights([0, 2, 3], [0.2, 0.5, 0.3], version_key=0)
+    [commit] = read_commits(net.path, clock=clock)
+    opens = config.first_block_at(commit.reveal_at)
+    clock.now = config.block_time(opens) - 1.0  # a second before the block that opens it
+    clock.tick = 0.25
+
+    seen = await chain.weights_on_chain()
+
+    assert submission.success and submission.committed
+    stamp = config.block_time(seen.block)
+    assert seen.drand_round == bt.timelock.current_round(stamp)  # the time of the block read
+    sealed = submission.reveal_round in [c.reveal_round for c in seen.sealed]
+    assert sealed == (seen.weights == {})  # sealed and no weights, or opened and its weights
+    assert sealed == (seen.block < opens)  # as the chain stood at the block read
 
 
 async def test_malformed_weight_vectors_are_a_caller_bug(net: LocalNet) -> None:

@@ -460,6 +460,8 @@ async def test_health_and_metrics(start_miner: Any) -> None:
         await rig.ask()
         health = (await rig.http.get("/health")).json()
         exposition = (await rig.http.get("/metrics")).text
+        schema = await rig.http.get("/openapi.json")
+    assert schema.status_code == 404  # no API map on the public port
     assert health.pop("metagraph_age_seconds") >= 0
     assert health == {"status": "ok", "hotkey": rig.net.hotkey("miner1"), "protocol_version": 1}
     assert 'arena_miner_tasks_total{result="completed"}' in exposition

@@ -31,6 +31,13 @@ STRICT = endpoint_policy("finney")
         ("http://172.16.4.4:8091", "private"),
         ("http://[fd12::1]:8091", "private"),
         ("http://[::ffff:10.0.0.1]:8091", "private"),  # IPv4-mapped
+        # Issue 27, item 8: a NAT64 gateway forwards 64:ff9b::/96 to the IPv4 address it embeds.
+        ("http://[64:ff9b::a00:1]:8091", "private"),  # 10.0.0.1
+        ("http://[64:ff9b::a9fe:a9fe]:8091", "link_local"),  # 169.254.169.254, cloud metadata
+        ("http://[64:ff9b::7f00:1]:8091", "loopback"),  # 127.0.0.1
+        ("http://[64:ff9b::808:808]:8091", None),  # 8.8.8.8: a global address through NAT64
+        ("http://[64:ff9b:1::a00:1]:8091", "private"),  # the local-use NAT64 prefix (RFC 8215)
+        ("http://[2002:a00:1::1]:8091", "private"),  # 6to4 of 10.0.0.1
         ("http://169.254.169.254:8091", "link_local"),  # cloud metadata
         ("http://[fe80::1]:8091", "link_local"),
         ("http://224.0.0.251:8091", "multicast"),

@@ -385,6 +385,19 @@ async def test_a_refusal_naming_our_own_state_is_told_apart_and_never_opens_the_
             assert reply.cause == "refused_us" and reply.refusal == reason and reply.status_code == status
 
 
+@pytest.mark.parametrize("reason", ["metagraph_expired", "metagraph_unavailable"])
+async def test_a_miner_that_cannot_read_the_chain_is_told_apart_and_never_opens_the_circuit(
+    validator: Wallet, miner: Wallet, reason: str
+) -> None:
+    def handle(sent: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"reason": reason, "detail": "the miner's metagraph is old"})
+
+    async with client_for(validator, handle, breaker_threshold=1) as client:
+        for _ in range(3):
+            reply = await client.query(neuron_of(miner), task_request())
+            assert (reply.end, reply.cause, reply.refusal) == ("miner_error", "chain_view", reason)
+
+
 async def test_refused_connection_is_a_miner_error(validator: Wallet, miner: Wallet) -> None:
     async with MinerClient(validator) as client:
         reply = await client.query(neuron_of(miner, "http://127.0.0.1:9"), task_request())

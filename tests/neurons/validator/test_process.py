@@ -92,6 +92,8 @@ async def test_the_app_serves_tools_health_and_metrics_and_counts_requests(
         )
         assert answer.status_code == 200 and answer.json()["error"] is True
         exposition = (await http.get("/metrics")).text
+        schema = await http.get("/openapi.json")  # issue 27, item 13: no API map on the public port
+    assert schema.status_code == 404
     assert "arena_toolserver_requests_total" in exposition
     assert REGISTRY.get_sample_value("arena_toolserver_requests_total", {"code": "401"}) == before + 1
     assert (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,21 +14,32 @@ from prometheus_client import REGISTRY
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.index import SearchIndex
-from arena.types import Message, Trajectory
+from arena.types import FunctionCall, Message, ToolCall, ToolResult, Trajectory
 from judging.errors import JudgeRefused
 from judging.judge import JudgeConfig
-from judging.scores import ScorePolicy
+from judging.scores import MinerStanding, ScorePolicy, standings
 from neurons.chain.chaintypes import MetagraphSnapshot, Neuron
+from neurons.chain.wallets import register_wallet
 from neurons.errors import DeadlinePassed
+from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
+from neurons.miner.settings import MinerAppConfig
 from neurons.protocol import TaskRequest
 from neurons.validator.miner_client import MinerClient, MinerReply
-from neurons.validator.rounds import next_round_id, pick_miners, recover_round, run_round, verdict
+from neurons.validator.rounds import (
+    RoundSummary,
+    next_round_id,
+    pick_miners,
+    recover_round,
+    run_round,
+    verdict,
+)
 from neurons.validator.selfcheck import SelfCheck
 from neurons.validator.taskpool import open_and_burn
 from neurons.validator.weights import plan_weights
 from storage import repository
 from storage.repository import score_samples
+from tests.e2e.agents import own_search_then_scripted
 from tests.neurons.conftest import LocalNet
 from tests.neurons.rig import SECRET, all_traces, failing_agent, make_sessions, running_rig, stock_tasks
 
@@ -142,14 +155,14 @@ async def test_miners_refusing_us_stop_the_round_and_score_nobody(
     assert counter("arena_rounds_total", result="stopped") == stopped + 1
 
 
-class OneClaimant:
-    """The real client, except that one miner claims every request of ours is ``stale``."""
+class Claimants:
+    """The real client, except that some miners claim every request of ours is ``stale``."""
 
-    def __init__(self, real: MinerClient, claimant: str) -> None:
-        self.real, self.claimant = real, claimant
+    def __init__(self, real: MinerClient, *claimants: str) -> None:
+        self.real, self.claimants = real, set(claimants)
 
     async def query(self, neuron: Neuron, request: TaskRequest) -> MinerReply:
-        if neuron.hotkey != self.claimant:
+        if neuron.hotkey not in self.claimants:
             return await self.real.query(neuron, request)
         return MinerReply(
             hotkey=neuron.hotkey,
@@ -175,7 +188,7 @@ async def test_one_miner_claiming_our_fault_while_we_check_out_is_its_own_zero(
 
     agents = {"miner1": scripted_agent, "miner2": scripted_agent}
     async with MinerClient(net.wallets["validator"]) as real:
-        client = OneClaimant(real, net.hotkey("miner2"))
+        client = Claimants(real, net.hotkey("miner2"))
         async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
             rig.deps.self_check = passing
             summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
@@ -195,7 +208,7 @@ async def test_one_claim_that_our_self_check_confirms_stops_the_round(
 
     agents = {"miner1": scripted_agent, "miner2": scripted_agent}
     async with MinerClient(net.wallets["validator"]) as real:
-        client = OneClaimant(real, net.hotkey("miner2"))
+        client = Claimants(real, net.hotkey("miner2"))
         async with running_rig(
             net, synth_index, sessions, agents=agents, client=client, tasks_per_round=1
         ) as rig:
@@ -204,6 +217,96 @@ async def test_one_claim_that_our_self_check_confirms_stops_the_round(
             summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
     assert summary.result == "stopped" and summary.unscored == 1
     assert {t.episode.miner_hotkey for t in all_traces(sessions)} <= {net.hotkey("miner1")}
+
+
+async def claimed_round(
+    net: LocalNet,
+    synth_index: SearchIndex,
+    sessions: sessionmaker[Session],
+    agents: Mapping[str, Any],
+    claimants: Sequence[str],
+    self_check: Callable[[], Awaitable[SelfCheck]],
+) -> RoundSummary:
+    """One round in which the named miners claim every request of ours is ``stale``."""
+    async with MinerClient(net.wallets["validator"]) as real:
+        client = Claimants(real, *(net.hotkey(name) for name in claimants))
+        async with running_rig(net, synth_index, sessions, agents=agents, client=client) as rig:
+            rig.deps.self_check = self_check
+            return await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+
+async def test_a_colluding_half_claiming_our_fault_gets_its_zeros_when_another_miner_admits_us(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 5: two of three miners answer 401 stale "in our name"; the quorum stopped the
+    round before anything weighed the claim, and the colluders escaped their zeros."""
+    register_wallet(net.path, net.wallets["stranger"])  # a third miner, uid 4
+    checks: list[int] = []
+
+    async def passing() -> SelfCheck:
+        checks.append(1)
+        return SelfCheck(True)
+
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent, "stranger": scripted_agent}
+    summary = await claimed_round(net, synth_index, sessions, agents, ("miner2", "stranger"), passing)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("ok", 6, 0)
+    assert checks == [1]
+    colluders = {net.hotkey("miner2"), net.hotkey("stranger")}
+    claimed = [t for t in all_traces(sessions) if t.episode.miner_hotkey in colluders]
+    assert len(claimed) == 4 and all(
+        t.judgment.score == 0 and t.episode.end == "miner_error" for t in claimed
+    )
+
+
+async def test_a_quorum_claiming_our_fault_with_no_miner_admitting_us_stops_the_round(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    """A clock off by less than a block passes the self-check; every miner refusing ``stale`` and
+    none admitting a request is then the evidence, and nobody is scored."""
+
+    async def passing() -> SelfCheck:
+        return SelfCheck(True)
+
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    summary = await claimed_round(net, synth_index, sessions, agents, ("miner1", "miner2"), passing)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("stopped", 0, 4)
+    assert all_traces(sessions) == []
+
+
+async def test_a_quorum_of_miners_whose_chain_view_expired_stops_the_round_unscored(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 6: the miners' chain endpoint is out, so every miner answers 503
+    metagraph_expired; those were stored as miner zeros in a round marked ok."""
+    stopped = counter("arena_rounds_total", result="stopped")
+    outage = MinerAppConfig(metagraph_ttl=3600.0, metagraph_max_age=0.2)  # read once, then no more
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent}
+    configs = dict.fromkeys(agents, outage)
+    async with running_rig(net, synth_index, sessions, agents=agents, miner_configs=configs) as rig:
+        await asyncio.sleep(0.3)  # past the miners' metagraph_max_age
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("stopped", 0, 4)
+    assert summary.refusals == {"metagraph_expired": 4}
+    assert all_traces(sessions) == []  # no miner zero stored
+    assert counter("arena_rounds_total", result="stopped") == stopped + 1
+
+
+async def test_one_miner_whose_chain_view_expired_is_its_own_zero(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    register_wallet(net.path, net.wallets["stranger"])  # three miners: a quorum is two
+    agents = {"miner1": scripted_agent, "miner2": scripted_agent, "stranger": scripted_agent}
+    configs = {"miner2": MinerAppConfig(metagraph_ttl=3600.0, metagraph_max_age=0.2)}
+    async with running_rig(net, synth_index, sessions, agents=agents, miner_configs=configs) as rig:
+        await asyncio.sleep(0.3)
+        summary = await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+
+    assert (summary.result, summary.stored, summary.unscored) == ("ok", 6, 0)
+    expired = [t for t in all_traces(sessions) if t.episode.miner_hotkey == net.hotkey("miner2")]
+    assert len(expired) == 2 and all(t.judgment.score == 0 for t in expired)
 
 
 class UnencodableMiner:
@@ -396,27 +499,107 @@ def test_verdicts() -> None:
     assert verdict(unanswered) == "unanswered"
 
 
-async def test_identical_work_in_a_round_is_credited_once_and_flagged(
+def _dotted(call: ToolCall) -> ToolCall:
+    """A search with " ." appended to its query (the same hits); any other call as it is."""
+    if call.function.name != "find_product":
+        return call
+    arguments = {**json.loads(call.function.arguments)}
+    arguments["q"] += " ."
+    return ToolCall(id=call.id, function=FunctionCall(name="find_product", arguments=json.dumps(arguments)))
+
+
+async def dotted_copy_agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+    """The scripted agent, " ." appended to every search: other calls, the same hits and answer."""
+
+    async def dotting(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        if name == "find_product":
+            arguments = {**arguments, "q": arguments["q"] + " ."}
+        return await call_tool(name, arguments, call_id)
+
+    output = await scripted_agent(request, dotting)
+    messages = [
+        m.model_copy(update={"tool_calls": tuple(_dotted(c) for c in m.tool_calls)}) if m.tool_calls else m
+        for m in output.messages
+    ]
+    return output.model_copy(update={"messages": messages})
+
+
+def converging_once_agent() -> Agent:
+    """An agent of its own: the scripted path on the first task it gets, its own first search after."""
+    seen: list[str] = []
+
+    async def agent(request: AgentRequest, call_tool: ToolCaller) -> AgentOutput:
+        seen.append(request.episode_id)
+        if len(seen) == 1:  # the one obvious path: the same calls, hits and answer as scripted
+            return await scripted_agent(request, call_tool)
+        return await own_search_then_scripted(request, call_tool, "lamp")
+
+    return agent
+
+
+def credits(sessions: sessionmaker[Session]) -> dict[str, MinerStanding]:
+    """Each hotkey's standing as the weights read it (its mean is its mean credit)."""
+    with sessions() as session:
+        return standings(score_samples(session, window=64), ScorePolicy())
+
+
+def scores_by_miner(sessions: sessionmaker[Session]) -> dict[str, dict[str, float]]:
+    """Each hotkey's judged score per task, as stored."""
+    out: dict[str, dict[str, float]] = {}
+    for trace in all_traces(sessions):
+        assert "duplicate_work" not in trace.judgment.rejects  # a judgment is the verdict on the work
+        out.setdefault(trace.episode.miner_hotkey, {})[trace.task.task_id] = trace.judgment.score
+    return out
+
+
+async def test_two_hotkeys_running_one_agent_share_one_credit(
     net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
 ) -> None:
-    # Two hotkeys running one deterministic agent do the same work on every task.
     agents = {"miner1": scripted_agent, "miner2": scripted_agent}
     before = counter("arena_duplicate_episodes_total")
     async with running_rig(net, synth_index, sessions, agents=agents) as rig:
         await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
-    traces = all_traces(sessions)
-    assert len(traces) == 4
-    by_task: dict[str, list[Any]] = {}
-    for trace in traces:
-        by_task.setdefault(trace.task.task_id, []).append(trace)
-    for pair in by_task.values():
-        credited = [t for t in pair if "duplicate_work" not in t.judgment.rejects]
-        copies = [t for t in pair if "duplicate_work" in t.judgment.rejects]
-        assert len(credited) == len(copies) == 1
-        (original,), (copy,) = credited, copies
-        assert original.judgment.score > 0 and copy.judgment.score == 0
-        flag = copy.judgment.check("duplicate")
-        assert flag is not None and flag.value == 0.0
-        assert original.episode.episode_id in flag.explanation
-        assert copy.judgment.success == original.judgment.success  # the outcome itself is kept
+    scores, standing = scores_by_miner(sessions), credits(sessions)
+    assert len(scores) == 2 and all(len(by_task) == 2 for by_task in scores.values())
+    for hotkey, by_task in scores.items():
+        assert all(score > 0 for score in by_task.values())  # each judgment is kept as judged
+        assert standing[hotkey].mean == pytest.approx(sum(by_task.values()) / len(by_task) / 2)
     assert counter("arena_duplicate_episodes_total") == before + 2
+
+
+async def test_a_copy_that_appends_a_dot_to_its_searches_is_still_a_copy(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    # The red team's evasion: the same hits and answer through other query strings.
+    agents = {"miner1": scripted_agent, "miner2": dotted_copy_agent}
+    async with running_rig(net, synth_index, sessions, agents=agents) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    queries = [e.arguments.get("q") for t in all_traces(sessions) for e in t.tool_log]
+    assert any(q and q.endswith(" .") for q in queries)
+    scores, standing = scores_by_miner(sessions), credits(sessions)
+    for hotkey, by_task in scores.items():
+        assert all(score > 0 for score in by_task.values())
+        assert standing[hotkey].mean == pytest.approx(sum(by_task.values()) / len(by_task) / 2)
+    # Together the two earn what one of them earns alone: the copy cannot profit.
+    assert sum(s.mean for s in standing.values()) == pytest.approx(
+        sum(scores[net.hotkey("miner1")].values()) / 2
+    )
+
+
+async def test_independent_agents_converging_on_the_obvious_path_keep_their_credit(
+    net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
+) -> None:
+    agents = {"miner1": scripted_agent, "miner2": converging_once_agent()}
+    before = counter("arena_duplicate_episodes_total")
+    async with running_rig(net, synth_index, sessions, agents=agents) as rig:
+        await run_round(rig.deps, rig.config, await rig.snapshot(), round_id=0)
+    scores, standing = scores_by_miner(sessions), credits(sessions)
+    for hotkey, by_task in scores.items():
+        assert all(score > 0 for score in by_task.values())  # neither is zeroed as the other's copy
+        assert standing[hotkey].mean == pytest.approx(sum(by_task.values()) / len(by_task))
+    assert counter("arena_duplicate_episodes_total") == before + 1  # they did converge, once
+    with sessions() as session:
+        works = {(s.hotkey, s.task_id): s.work for s in score_samples(session, window=64)}
+    tasks = {task for _, task in works}
+    same = [t for t in tasks if works[net.hotkey("miner1"), t] == works[net.hotkey("miner2"), t]]
+    assert len(tasks) == 2 and len(same) == 1 and None not in works.values()

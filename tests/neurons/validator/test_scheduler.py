@@ -95,3 +95,26 @@ async def test_the_scheduler_runs_jobs_in_the_loop_and_stop_cancels_runs_in_flig
     count = len(ticks)
     await asyncio.sleep(0.25)
     assert len(ticks) == count  # stopped
+
+
+async def test_a_run_cancelled_by_shutdown_is_logged_once_without_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 27, item 13: SIGTERM during a weights pass logged CancelledError with a traceback at
+    ERROR (the scheduler's executor took the cancellation for the job's failure)."""
+    started = asyncio.Event()
+
+    async def weights() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    scheduler = Scheduler([Job("weights", 3600, weights)])
+    with caplog.at_level(logging.INFO):
+        scheduler.start()
+        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(scheduler.stop(), 5)
+        await asyncio.sleep(0.05)  # the executor's done-callback runs after the task ends
+
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []
+    assert any("job_cancelled job=weights" in r.getMessage() for r in caplog.records)

@@ -3,6 +3,7 @@ the chain's weight limit, and commit-reveal (commit, reveal at its round, verifi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -16,12 +17,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from judging.scores import ScorePolicy
 from judging.types import Judgment, OutcomeScores, Versions
 from neurons.chain.chaintypes import WeightRules
-from neurons.chain.local.state import read_commits, read_extrinsics, read_weights
+from neurons.chain.client import BittensorChain
+from neurons.chain.local.records import Outcome
+from neurons.chain.local.sdk import LocalSdkSubstrate
+from neurons.chain.local.state import LocalChain, read_commits, read_extrinsics, read_weights, replace_neuron
+from neurons.chain.local.substrate import LocalCall
 from neurons.chain.wallets import register_wallet
+from neurons.errors import ChainUnavailable
 from neurons.validator.weights import cap_shares, plan_weights, weight_limit_warning, weights_pass
 from storage import repository
 from storage.records import EpisodeRecord
-from tests.neurons.conftest import LocalNet
+from tests.neurons.conftest import NETUID, LocalNet
 from tests.neurons.rig import make_sessions
 from tests.storage.factories import T0, make_task
 
@@ -97,6 +103,23 @@ async def test_weights_land_on_chain_in_score_order_with_the_burn_to_the_owner(
     )
 
 
+async def test_a_fresh_database_sends_no_burn_only_vector_and_submits_once_scores_exist(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 8: with no score stored the first pass sent 100% to the burn uid, then the
+    cadence held the first scored vector back a whole tempo."""
+    chain = net.chain("validator")
+
+    first = await weights_pass(chain, sessions, POLICY)
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})  # the first round is judged
+    net.clock.advance(12 * 7)  # past the rate limit, well inside the tempo
+    second = await weights_pass(chain, sessions, POLICY)
+
+    assert first.result == "no_scores" and first.submission is None
+    assert len(read_extrinsics(net.path)) == 1  # the second pass's
+    assert second.result == "submitted" and second.plan is not None and 2 in second.plan.uids
+
+
 async def test_scores_follow_hotkeys_not_uids(net: LocalNet, sessions: sessionmaker[Session]) -> None:
     store_scores(sessions, {net.hotkey("stranger"): [1.0] * 10, net.hotkey("miner2"): [0.5] * 10})
     snapshot = await net.chain("validator").snapshot()
@@ -112,10 +135,10 @@ async def test_cadence_rate_limit_then_tempo(net: LocalNet, sessions: sessionmak
     chain = net.chain("validator")
     assert (await weights_pass(chain, sessions, POLICY)).result == "submitted"
     assert (await weights_pass(chain, sessions, POLICY)).result == "rate_limited"
-    net.clock.advance(12 * 6)  # past the rate limit (5 blocks), inside the tempo (20)
+    net.clock.advance(12 * 7)  # past the rate limit (5 blocks after the including block), inside the tempo
     assert (await weights_pass(chain, sessions, POLICY)).result == "not_due"
     assert (await weights_pass(chain, sessions, POLICY, min_blocks=3)).result == "submitted"
-    net.clock.advance(12 * 20)
+    net.clock.advance(12 * 21)  # a tempo after the block that included it
     assert (await weights_pass(chain, sessions, POLICY)).result == "submitted"
     with sessions() as session:
         assert len(repository.weight_history(session)) == 3
@@ -166,7 +189,7 @@ async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
     revealed_before = counter("arena_weight_reveals_total", result="revealed")
 
     committed = await weights_pass(chain, sessions, POLICY)
-    net.clock.advance(12 * 6)  # past the rate limit, before the reveal round
+    net.clock.advance(12 * 7)  # past the rate limit, before the reveal round
     early = await weights_pass(chain, sessions, POLICY)
     net.clock.advance(12 * 2 * 21)  # past the reveal round (two epochs of tempo 20)
     verified = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
@@ -186,7 +209,7 @@ async def test_commit_reveal_commits_reveals_at_the_round_and_verifies(
     opened = commit.revealed_block
     assert commit.status == "revealed" and opened is not None
     epoch_start = config.epoch_start(config.epoch_index(submission.block or 0) + 1)
-    assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + 21
+    assert opened == max(epoch_start, config.first_block_at(commit.reveal_at)) < epoch_start + config.tempo
     assert config.block_time(opened) >= commit.reveal_at
     on_chain = read_weights(net.path, clock=net.clock)[1]
     assert on_chain[2] > on_chain[3] > 0 and on_chain[0] > 0
@@ -228,31 +251,155 @@ async def test_a_missing_reveal_is_counted_logged_and_resubmitted(
         assert repository.last_successful_weights(session, landed=True) is None
 
 
-async def test_a_commit_in_the_last_blocks_of_an_epoch_opens_where_the_sdk_timed_its_round(
+async def test_a_commit_made_at_an_epochs_last_block_opens_where_the_sdk_timed_its_round(
     net: LocalNet, sessions: sessionmaker[Session]
 ) -> None:
-    """The SDK times a commit's round by subtensor's epochs (offset by netuid + 1); the chain opens it there.
-
-    Committed at a block where that count has turned and ``block // (tempo + 1)`` has not, the
-    commit expired before the local chain counted epochs as subtensor does (the demo's last one did).
-    """
+    """Made while the head is an epoch's last block, the commit lands in the next epoch's first:
+    the SDK times its round for that epoch (subtensor's stateful schedule, read from the chain)."""
     store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
     chain = net.chain("validator")
     config = chain_config(net)
-    period = config.tempo + 1
-    block = config.block_at(net.clock.now)
-    net.clock.advance(
-        config.block_seconds * ((period - 1 - block % period) % period)
-    )  # an epoch's last block
+    next_epoch = config.epoch_start(config.epoch_index(config.block_at(net.clock.now)) + 1)
+    net.clock.now = config.block_time(next_epoch - 1) + 11.0  # late in the epoch's last block
     committed = await weights_pass(chain, sessions, POLICY)
-    net.clock.advance(config.block_seconds * 3 * period)
+    net.clock.advance(config.block_seconds * 3 * config.tempo)
     verified = await weights_pass(chain, sessions, POLICY, min_blocks=1000)
 
-    assert committed.submission is not None and committed.submission.committed
-    assert (committed.submission.block or 0) % period == period - 1
+    assert committed.submission is not None and committed.submission.block == next_epoch
     [commit, *_] = read_commits(net.path, clock=net.clock)
     assert (commit.status, commit.error) == ("revealed", None)
+    assert config.epoch_index(commit.revealed_block or 0) == config.epoch_index(next_epoch) + 1
     assert verified.reveal is not None and verified.reveal.status == "revealed"
+
+
+async def test_with_a_reveal_period_of_two_every_commit_is_checked(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 3: a pass a tempo commits before the last commit opens, so only the newest
+    was ever checked and the older ones were marked superseded unchecked (0 of 8 checked)."""
+    net = make_net(reveal_period_epochs=2)
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+    chain = net.chain("validator")
+    revealed_before = counter("arena_weight_reveals_total", result="revealed")
+    submitted = []
+    for _ in range(8):
+        outcome = await weights_pass(chain, sessions, POLICY)
+        submitted.append(outcome.result)
+        net.clock.advance(12 * 21)  # a tempo and a block
+    for _ in range(3):  # the last commits open: passes that check and submit nothing new
+        net.clock.advance(12 * 21)
+        await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    assert submitted == ["submitted"] * 8
+    assert {(c.status, c.error) for c in read_commits(net.path, clock=net.clock)} == {("revealed", None)}
+    with sessions() as session:
+        statuses = [w.reveal_status for w in repository.weight_history(session)]
+    assert statuses == ["revealed"] * 8, statuses
+    assert counter("arena_weight_reveals_total", result="revealed") == revealed_before + 8
+
+
+async def test_a_drand_stall_makes_every_expired_commit_count_as_missing(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 3: during a drand stall the commits expired on chain and none was counted."""
+    net = make_net(pulse_delay=10**6)  # no pulse reaches the chain while the test runs
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    chain = net.chain("validator")
+    missing_before = counter("arena_weight_reveals_total", result="missing")
+    for _ in range(6):
+        await weights_pass(chain, sessions, POLICY)
+        net.clock.advance(12 * 21)
+    net.clock.advance(12 * 21 * 3)
+    last = await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    commits = read_commits(net.path, clock=net.clock)
+    with sessions() as session:
+        statuses = [w.reveal_status for w in repository.weight_history(session)]
+    expired = [c for c in commits if c.status == "expired"]
+    assert len(expired) == 6 and {c.error for c in expired} == {"NoDrandPulse"}
+    assert statuses[1:] == ["missing"] * 6  # the newest is the resubmission of the last pass
+    assert counter("arena_weight_reveals_total", result="missing") == missing_before + 6
+    assert last.result == "submitted"  # resubmitted at once
+
+
+async def test_a_reveal_whose_dest_was_deregistered_since_is_revealed_not_resubmitted(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10, net.hotkey("miner2"): [0.3] * 10})
+    chain = net.chain("validator")
+    committed = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 2 * 21)  # past the reveal
+    read_weights(net.path, clock=net.clock)  # the chain opens it
+    replace_neuron(net.path, 3, net.hotkey("stranger"), "5Stranger", clock=net.clock)  # miner2's uid
+
+    checked = await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    assert committed.submission is not None and committed.submission.committed
+    assert read_weights(net.path, clock=net.clock)[1][3] == 0  # zeroed in place
+    assert checked.reveal is not None and checked.reveal.status == "revealed"
+    assert checked.result == "not_due"  # nothing resubmitted
+
+
+class LandsThenHangs(LocalSdkSubstrate):
+    """A node that includes the first extrinsic and never answers for it: the submit times out."""
+
+    hung = False
+
+    async def dispatch(
+        self, call: LocalCall, signer: str, *, nonce: int, sealed: dict[str, Any] | None = None
+    ) -> Outcome:
+        outcome = await super().dispatch(call, signer, nonce=nonce, sealed=sealed)
+        if not self.hung:
+            self.hung = True
+            await asyncio.Event().wait()
+        return outcome
+
+
+async def test_a_submit_that_timed_out_but_landed_is_recorded_and_its_reveal_checked(
+    net: LocalNet, sessions: sessionmaker[Session]
+) -> None:
+    """Issue 27, item 8: the commit landed, nothing was recorded, the next pass committed again."""
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    substrate = LandsThenHangs(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, write_timeout=0.5, connect=False)
+
+    with pytest.raises(ChainUnavailable):
+        await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 7)  # past the rate limit
+    again = await weights_pass(chain, sessions, POLICY)
+    net.clock.advance(12 * 2 * 21)
+    later = await weights_pass(chain, sessions, POLICY, min_blocks=10**6)
+
+    [commit] = read_commits(net.path, clock=net.clock)
+    assert again.result == "not_due"  # the landed commit counts: no second one
+    assert later.reveal is not None and later.reveal.status == "revealed"
+    with sessions() as session:
+        [record] = repository.weight_history(session)
+    assert (record.success, record.block, record.reveal_round) == (True, commit.block, commit.reveal_round)
+    assert record.reveal_status == "revealed"
+
+
+async def test_plain_weights_that_timed_out_but_landed_are_confirmed_from_last_update(
+    make_net: Callable[..., LocalNet], sessions: sessionmaker[Session]
+) -> None:
+    net = make_net(commit_reveal=False)
+    store_scores(sessions, {net.hotkey("miner1"): [0.9] * 10})
+    substrate = LandsThenHangs(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, write_timeout=0.5, connect=False)
+    with pytest.raises(ChainUnavailable):
+        await weights_pass(chain, sessions, POLICY)
+    with sessions() as session:
+        [attempt] = repository.weight_history(session)
+    net.clock.advance(12 * 7)
+
+    again = await weights_pass(chain, sessions, POLICY)
+
+    [extrinsic] = read_extrinsics(net.path)
+    assert (attempt.success, attempt.block, attempt.reveal_status) == (False, None, "unconfirmed")
+    assert again.result == "not_due"
+    with sessions() as session:
+        [record] = repository.weight_history(session)
+    assert (record.success, record.block, record.reveal_status) == (True, extrinsic.block, None)
 
 
 def chain_config(net: LocalNet) -> Any:

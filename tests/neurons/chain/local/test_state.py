@@ -14,6 +14,7 @@ from neurons.chain.local.state import (
     read_extrinsics,
     read_weights,
     register,
+    replace_neuron,
 )
 from neurons.errors import LocalChainError
 
@@ -100,7 +101,7 @@ def test_dispatch_logs_accepted_and_refused_calls(tmp_path: Path) -> None:
     accepted = chain.dispatch("v", "SubtensorModule", "set_mechanism_weights", call)
     refused = chain.dispatch("nobody", "SubtensorModule", "set_mechanism_weights", call)
 
-    assert accepted.success and (accepted.block, accepted.index) == (1, 0)
+    assert accepted.success and (accepted.block, accepted.index) == (2, 0)  # the block after the head
     assert not refused.success and refused.error == "HotKeyNotRegisteredInSubNet" and refused.index == 1
     assert read_weights(chain.path) == {1: {2: 65535}}  # max-upscaled by the pallet
     assert [(r.signer, r.error) for r in read_extrinsics(chain.path)] == [
@@ -134,8 +135,8 @@ COMMIT = {"netuid": 3, "mecid": 0, "commit": b"sealed", "reveal_round": 77, "com
 
 def test_a_commit_opens_in_its_reveal_epoch_at_the_first_block_after_its_round(tmp_path: Path) -> None:
     clock = Clock()
-    # Epochs of 6 blocks offset by netuid + 1 (4), as subtensor counts them: the commit (block 1,
-    # epoch 0: blocks -4 to 1) opens in epoch 1, blocks 2 to 7.
+    # Epochs of 5 blocks from the anchor (block 0 on netuid 3): the commit (head 1, included in
+    # block 2, epoch 0: blocks 0 to 4) opens in epoch 1, blocks 5 to 9.
     chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5)
     register(chain.path, "v", "cv", validator_permit=True)
     register(chain.path, "m", "cm")
@@ -150,7 +151,7 @@ def test_a_commit_opens_in_its_reveal_epoch_at_the_first_block_after_its_round(t
     [pending] = chain.pending_commits()
     clock.now += 20.0  # +70 s: block 6, made at +60 s, before the round
     inside = read_weights(chain.path, clock=clock)
-    clock.now += 2.0  # +72 s: block 7, the first made after the round (the epoch's last)
+    clock.now += 2.0  # +72 s: block 7, the first made after the round
 
     assert outcome.success and before == inside == {} and pending.reveal_round == 77
     assert read_weights(chain.path, clock=clock) == {1: {0: 32768, 2: 65535}}
@@ -184,9 +185,9 @@ def test_a_round_published_before_the_reveal_epoch_waits_for_it_and_one_after_it
     chain = make(tmp_path / "c.db", clock, block_seconds=12.0, tempo=5, weights_rate_limit=0)
     register(chain.path, "v", "cv", validator_permit=True)
     plain = {"dests": [0], "weights": [1], "version_key": 0}
-    # The commits (block 1) open in epoch 1: blocks 2 to 7 (6 blocks, offset by netuid + 1).
-    early = {"reveal_at": clock.now - 5.0, "plaintext": plain}  # published already: waits for block 2
-    late = {"reveal_at": clock.now + 200.0, "plaintext": plain}  # after epoch 1 ends (block 7)
+    # The commits (block 2, epoch 0) open in epoch 1: blocks 5 to 9 (5 blocks from the anchor, 0).
+    early = {"reveal_at": clock.now - 5.0, "plaintext": plain}  # published already: waits for block 5
+    late = {"reveal_at": clock.now + 200.0, "plaintext": plain}  # after epoch 1 ends (block 9)
     for sealed in (early, late):
         chain.dispatch("v", "SubtensorModule", "commit_timelocked_mechanism_weights", COMMIT, sealed=sealed)
 
@@ -197,9 +198,31 @@ def test_a_round_published_before_the_reveal_epoch_waits_for_it_and_one_after_it
 
     assert waiting == ["pending", "pending"]
     assert [(c.status, c.revealed_block, c.error) for c in settled] == [
-        ("revealed", 2, None),
+        ("revealed", 5, None),
         ("expired", None, "NoDrandPulse"),
     ]
+
+
+def test_a_replaced_uid_loses_its_weights_and_others_weights_to_it_are_zeroed_in_place(
+    tmp_path: Path,
+) -> None:
+    clock = Clock()
+    chain = make(tmp_path / "c.db", clock, weights_rate_limit=0, commit_reveal=False)
+    register(chain.path, "v", "cv", validator_permit=True)
+    register(chain.path, "m", "cm", validator_permit=True)
+    register(chain.path, "n", "cn")
+    to_m = {"netuid": 3, "mecid": 0, "dests": [2, 3], "weights": [65535, 30000], "version_key": 0}
+    chain.dispatch("v", "SubtensorModule", "set_mechanism_weights", to_m)
+    chain.dispatch("m", "SubtensorModule", "set_mechanism_weights", {**to_m, "dests": [1, 3]})
+    clock.now += 10.0
+
+    replace_neuron(chain.path, 2, "late", "cl", clock=clock)
+
+    assert read_weights(chain.path, clock=clock) == {1: {2: 0, 3: 30000}}  # not rescaled
+    late = chain.view().neurons[2]
+    assert (late.hotkey, late.last_update, late.registered_at) == ("late", chain.block(), chain.block())
+    with pytest.raises(LocalChainError):
+        replace_neuron(chain.path, 0, "x", "cx", clock=clock)  # the owner's uid is never replaced
 
 
 def test_a_missing_file_is_never_created(tmp_path: Path) -> None:
@@ -208,10 +231,14 @@ def test_a_missing_file_is_never_created(tmp_path: Path) -> None:
     assert not (tmp_path / "none.db").exists()
 
 
-def test_epochs_are_counted_as_subtensor_counts_them() -> None:
-    """Offset by netuid + 1: on netuid 1 with tempo 10 the epoch runs at block 8, and epoch 1 starts at 9."""
-    config = LocalChainConfig(netuid=1, owner_hotkey="o", owner_coldkey="c", genesis_time=0.0, tempo=10)
+def test_epochs_follow_subtensors_stateful_schedule() -> None:
+    """An epoch runs ``tempo`` blocks after the last (``LastEpochBlock + tempo``), from an anchor
+    staggered by ``netuid % tempo`` below the block the subnet was added at (block 1, saturating)."""
+    config = LocalChainConfig(netuid=3, owner_hotkey="o", owner_coldkey="c", genesis_time=0.0, tempo=10)
+    staggered = LocalChainConfig(netuid=10, owner_hotkey="o", owner_coldkey="c", genesis_time=0.0, tempo=10)
 
-    assert [config.epoch_index(b) for b in (0, 8, 9, 19, 20)] == [0, 0, 1, 1, 2]
-    assert config.epoch_start(1) == 9 and config.epoch_start(2) == 20
-    assert [config.last_step(b) for b in (1, 7, 8, 9, 18, 19)] == [0, 0, 8, 8, 8, 19]
+    assert (config.epoch_anchor(), staggered.epoch_anchor()) == (0, 1)
+    assert [config.epoch_index(b) for b in (1, 9, 10, 19, 20)] == [0, 0, 1, 1, 2]
+    assert [config.epoch_start(i) for i in (1, 2)] == [10, 20]
+    assert [config.last_epoch_block(b) for b in (1, 9, 10, 11, 19, 20)] == [0, 0, 10, 10, 10, 20]
+    assert [staggered.epoch_index(b) for b in (10, 11, 20, 21)] == [0, 1, 1, 2]
