@@ -6,46 +6,32 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from datasets import Features
-
 from arena.types import canonical_json
-from curation.chat import schemas
 from curation.curate import Curation
 from curation.formats.checks import conversation, prompt
 from curation.formats.format import (
     CONVERSATION,
     NATIVE_COLUMNS,
-    PROVENANCE,
-    STATIC_WORLD,
-    TOOLS,
-    WORLD,
     ExportRow,
     Format,
-    Provenance,
-    World,
+    trace_columns,
+    trace_features,
 )
 from curation.stages.stage import MAIN
 from curation.workspace import RANK_ORDER, Row, Workspace
 
 
-def dpo_row(
-    chosen: dict[str, Any],
-    rejected: dict[str, Any],
-    provenance: Provenance = NATIVE_COLUMNS,
-    world: World = STATIC_WORLD,
-) -> dict[str, Any]:
+def dpo_row(chosen: Row, rejected: Row) -> dict[str, Any]:
     """A preference pair sharing one prompt and tool set (conversational preference, explicit prompt).
 
-    Both sides are traces of one task, so of one world: ``world`` is the chosen side's.
+    Both sides are traces of one task, so of one world: the world columns are the chosen side's.
     """
-    cut = chosen["prompt_length"]
+    head, cut = chosen.document["messages"], chosen.document["prompt_length"]
     return {
-        "prompt": chosen["messages"][:cut],
-        "chosen": chosen["messages"][cut:],
-        "rejected": rejected["messages"][rejected["prompt_length"] :],
-        "tools": schemas(chosen["toolset"]),
-        **provenance,
-        **world,
+        "prompt": head[:cut],
+        "chosen": head[cut:],
+        "rejected": rejected.document["messages"][rejected.document["prompt_length"] :],
+        **trace_columns(chosen, pair_provenance(chosen, rejected)),
     }
 
 
@@ -103,9 +89,8 @@ def _pairs(workspace: Workspace) -> Iterable[tuple[Row, Row]]:
 def rows(curation: Curation) -> Iterator[ExportRow]:
     """The pairs, task by task."""
     for chosen, rejected in _pairs(curation.workspace):
-        made = dpo_row(chosen.document, rejected.document, pair_provenance(chosen, rejected), chosen.world)
         pair = [chosen.episode_id, rejected.episode_id]
-        yield ExportRow(made, pair, chosen.task_id, chosen.cluster, (rejected, chosen))
+        yield ExportRow(dpo_row(chosen, rejected), pair, chosen.task_id, chosen.cluster, (rejected, chosen))
 
 
 def check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
@@ -119,16 +104,7 @@ def check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
 
 FORMAT = Format(
     name="dpo",
-    features=Features(
-        {
-            "prompt": CONVERSATION,
-            "chosen": CONVERSATION,
-            "rejected": CONVERSATION,
-            "tools": TOOLS,
-            **PROVENANCE,
-            **WORLD,
-        }
-    ),
+    features=trace_features({"prompt": CONVERSATION, "chosen": CONVERSATION, "rejected": CONVERSATION}),
     build=rows,
     check=check,
     card_columns=("prompt", "chosen", "rejected", "tools"),

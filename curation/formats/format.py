@@ -27,6 +27,7 @@ from typing import Any
 
 from datasets import Features, Json, List, Value
 
+from curation.chat import schemas
 from curation.curate import Curation
 from curation.workspace import Row
 
@@ -61,6 +62,16 @@ NATIVE_COLUMNS: Provenance = {
 }
 World = Mapping[str, str | None]
 STATIC_WORLD: World = {"world_id": None, "pack_hash": None}
+
+
+def trace_features(columns: dict[str, Any]) -> Features:
+    """The schema of a format made of kept traces: its own columns, then tools, provenance and world."""
+    return Features({**columns, "tools": TOOLS, **PROVENANCE, **WORLD})
+
+
+def trace_columns(row: Row, provenance: Provenance | None = None) -> dict[str, Any]:
+    """What a row made of a kept trace ends with: its tool schemas, its provenance and its world."""
+    return {"tools": schemas(row.document["toolset"]), **(provenance or row.provenance), **row.world}
 
 
 @dataclass(frozen=True)

@@ -5,50 +5,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from datasets import Features, Value
+from datasets import Value
 
-from curation.chat import schemas
 from curation.curate import Curation
 from curation.formats.checks import conversation, prompt
-from curation.formats.format import (
-    CONVERSATION,
-    NATIVE_COLUMNS,
-    PROVENANCE,
-    STATIC_WORLD,
-    TOOLS,
-    WORLD,
-    ExportRow,
-    Format,
-    Provenance,
-    World,
-)
+from curation.formats.format import CONVERSATION, ExportRow, Format, trace_columns, trace_features
 from curation.stages.stage import MAIN
+from curation.workspace import Row
 
 
-def kto_row(
-    record: dict[str, Any],
-    *,
-    label: bool,
-    provenance: Provenance = NATIVE_COLUMNS,
-    world: World = STATIC_WORLD,
-) -> dict[str, Any]:
+def kto_row(row: Row) -> dict[str, Any]:
     """The prompt, the agent's completion and the absolute label (conversational unpaired preference)."""
-    cut = record["prompt_length"]
-    return {
-        "prompt": record["messages"][:cut],
-        "completion": record["messages"][cut:],
-        "label": label,
-        "tools": schemas(record["toolset"]),
-        **provenance,
-        **world,
-    }
+    messages, cut = row.document["messages"], row.document["prompt_length"]
+    return {"prompt": messages[:cut], "completion": messages[cut:], "label": row.label, **trace_columns(row)}
 
 
 def rows(curation: Curation) -> Iterator[ExportRow]:
     """Every kept trace with its label (``curation.labels.positive``), in ingest order."""
     for row in curation.workspace.kept(MAIN):
-        made = kto_row(row.document, label=row.label, provenance=row.provenance, world=row.world)
-        yield ExportRow(made, row.episode_id, row.task_id, row.cluster, (row,))
+        yield ExportRow(kto_row(row), row.episode_id, row.task_id, row.cluster, (row,))
 
 
 def check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
@@ -61,16 +36,7 @@ def check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
 
 FORMAT = Format(
     name="kto",
-    features=Features(
-        {
-            "prompt": CONVERSATION,
-            "completion": CONVERSATION,
-            "label": Value("bool"),
-            "tools": TOOLS,
-            **PROVENANCE,
-            **WORLD,
-        }
-    ),
+    features=trace_features({"prompt": CONVERSATION, "completion": CONVERSATION, "label": Value("bool")}),
     build=rows,
     check=check,
     card_columns=("prompt", "completion", "label", "tools"),

@@ -5,39 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from datasets import Features
-
-from curation.chat import schemas
 from curation.curate import Curation
 from curation.formats.checks import conversation
-from curation.formats.format import (
-    CONVERSATION,
-    NATIVE_COLUMNS,
-    PROVENANCE,
-    STATIC_WORLD,
-    TOOLS,
-    WORLD,
-    ExportRow,
-    Format,
-    Provenance,
-    World,
-)
+from curation.formats.format import CONVERSATION, ExportRow, Format, trace_columns, trace_features
 from curation.stages.stage import MAIN
+from curation.workspace import Row
 
 
-def sft_row(
-    record: dict[str, Any], provenance: Provenance = NATIVE_COLUMNS, world: World = STATIC_WORLD
-) -> dict[str, Any]:
+def sft_row(row: Row) -> dict[str, Any]:
     """The whole conversation and its tools (conversational language modeling)."""
-    return {"messages": record["messages"], "tools": schemas(record["toolset"]), **provenance, **world}
+    return {"messages": row.document["messages"], **trace_columns(row)}
 
 
 def rows(curation: Curation) -> Iterator[ExportRow]:
     """The positive kept traces (``Row.label``), in ingest order."""
     for row in curation.workspace.kept(MAIN):
         if row.label:
-            made = sft_row(row.document, row.provenance, row.world)
-            yield ExportRow(made, row.episode_id, row.task_id, row.cluster, (row,))
+            yield ExportRow(sft_row(row), row.episode_id, row.task_id, row.cluster, (row,))
 
 
 def check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
@@ -47,7 +31,7 @@ def check(row: dict[str, Any], tools: set[str], problems: list[str]) -> None:
 
 FORMAT = Format(
     name="sft",
-    features=Features({"messages": CONVERSATION, "tools": TOOLS, **PROVENANCE, **WORLD}),
+    features=trace_features({"messages": CONVERSATION}),
     build=rows,
     check=check,
     card_columns=("messages", "tools"),

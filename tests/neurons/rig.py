@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -24,12 +25,12 @@ from neurons.miner.settings import MinerAppConfig
 from neurons.validator.app import MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import RoundDeps
-from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig
+from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig, ValidatorSettings
 from neurons.validator.taskpool import replenish
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.records import JudgedTrace
 from storage.repository import iter_judged
-from tests.neurons.conftest import LocalNet
+from tests.neurons.conftest import NETUID, LocalNet
 from tests.neurons.standins import free_socket, serve_app
 
 SECRET = b"r" * 32
@@ -142,3 +143,34 @@ def all_traces(sessions: sessionmaker[Session]) -> list[JudgedTrace]:
     """Every stored judged episode, in ingest order."""
     with sessions() as session:
         return list(iter_judged(session))
+
+
+def world_validator(
+    net: LocalNet, tmp_path: Path, index: Path, wallet: str = "validator"
+) -> ValidatorSettings:
+    """A validator on ``net`` running world rounds (3 tasks), its index outside its data directory."""
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    return ValidatorSettings(
+        network="local",
+        local_chain=net.path,
+        netuid=NETUID,
+        wallet_name=wallet,
+        wallet_path=net.wallets_dir,
+        host="127.0.0.1",
+        port=port,
+        data_dir=tmp_path / wallet,
+        index=index,
+        pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
+        round={"tasks_per_round": 3, "episode_seconds": 30},
+        world={"enabled": True, "period_blocks": 1_000_000, "delay_blocks": 2},
+    )
+
+
+async def wait_for_block(net: LocalNet, block: int) -> None:
+    """Wait (up to 10 s) until the local chain has made ``block`` (validators read real time)."""
+    for _ in range(200):
+        if await net.chain("miner1").block_hash(block) is not None:
+            return
+        await asyncio.sleep(0.05)

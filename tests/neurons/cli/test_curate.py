@@ -28,9 +28,8 @@ from neurons.validator.settings import ValidatorSettings
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.paths import record_paths
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
-from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.rig import failing_agent, serve_miners
-from tests.neurons.standins import free_socket
+from tests.neurons.conftest import LocalNet
+from tests.neurons.rig import failing_agent, serve_miners, wait_for_block, world_validator
 
 runner = CliRunner()
 
@@ -222,32 +221,8 @@ def test_an_index_the_validator_recorded_elsewhere_is_named(tmp_path: Path) -> N
 # ------------------------------------------------------------------ the database of a validator
 
 
-def _validator(net: LocalNet, tmp_path: Path, index: Path) -> ValidatorSettings:
-    """A validator as the demo runs one: world rounds, its index outside its data directory."""
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return ValidatorSettings(
-        network="local",
-        local_chain=net.path,
-        netuid=NETUID,
-        wallet_name="validator",
-        wallet_path=net.wallets_dir,
-        host="127.0.0.1",
-        port=port,
-        data_dir=tmp_path / "validator",
-        index=index,
-        pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
-        round={"tasks_per_round": 3, "episode_seconds": 30},
-        world={"enabled": True, "period_blocks": 1_000_000, "delay_blocks": 2},
-    )
-
-
 async def _one_round(net: LocalNet, settings: ValidatorSettings) -> dict[str, Any] | None:
-    for _ in range(200):  # the validator reads real time: wait for the world's seed block to exist
-        if await net.chain("miner1").block_hash(2) is not None:
-            break
-        await asyncio.sleep(0.05)
+    await wait_for_block(net, 2)  # the world's seed block
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
         return await serve(settings, once=True, exporter=curation_exporter(settings))
@@ -257,7 +232,7 @@ def test_curate_given_only_the_database_exports_what_its_validator_exported(
     make_net: Callable[..., LocalNet], world_base_dir: Path, tmp_path: Path
 ) -> None:
     net = make_net(block_seconds=0.25)  # the seed block (2) is made half a second after genesis
-    settings = _validator(net, tmp_path, world_base_dir)
+    settings = world_validator(net, tmp_path, world_base_dir)  # as the demo runs one
     report = asyncio.run(_one_round(net, settings))
     assert report is not None and report["round"]["result"] == "ok" and report["failed"] == [], report
     own = settings.export_path()  # the validator's export job, converting on its own index and packs

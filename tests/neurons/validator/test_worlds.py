@@ -31,8 +31,15 @@ from storage import repository
 from storage.db import make_engine, make_sessionmaker
 from storage.models import EpisodeRow, JudgmentRow
 from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.rig import all_traces, failing_agent, make_sessions, running_rig, serve_miners
-from tests.neurons.standins import free_socket
+from tests.neurons.rig import (
+    all_traces,
+    failing_agent,
+    make_sessions,
+    running_rig,
+    serve_miners,
+    wait_for_block,
+    world_validator,
+)
 
 HASH = "0x" + "ab" * 32
 
@@ -98,26 +105,6 @@ async def test_the_world_follows_the_chain_and_is_kept_within_its_round(
     assert second is not None and second.at.index == 1 and second.pack_hash != first.pack_hash
 
 
-def _settings(net: LocalNet, tmp_path: Path, index: Path, wallet: str) -> ValidatorSettings:
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return ValidatorSettings(
-        network="local",
-        local_chain=net.path,
-        netuid=NETUID,
-        wallet_name=wallet,
-        wallet_path=net.wallets_dir,
-        host="127.0.0.1",
-        port=port,
-        data_dir=tmp_path / wallet,
-        index=index,
-        pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
-        round={"tasks_per_round": 3, "episode_seconds": 30},
-        world={"enabled": True, "period_blocks": 1_000_000, "delay_blocks": 2},
-    )
-
-
 def _stored(settings: ValidatorSettings) -> dict[str, Any]:
     """Round 0's world and tasks, and each (task, miner)'s outcome, from one validator's database."""
     engine = make_engine(settings.database_url())
@@ -149,12 +136,9 @@ async def test_two_validators_serve_the_same_world_tasks_and_outcomes(
 ) -> None:
     net = make_net(block_seconds=0.25)  # the seed block (2) is made half a second after genesis
     register_wallet(net.path, net.wallets["stranger"], stake=1000.0, validator_permit=True)
-    first = _settings(net, tmp_path, world_base_dir, "validator")
-    second = _settings(net, tmp_path, world_base_dir, "stranger")
-    for _ in range(200):  # the validators read real time: wait for the seed block to exist
-        if await net.chain("miner1").block_hash(2) is not None:
-            break
-        await asyncio.sleep(0.05)
+    first = world_validator(net, tmp_path, world_base_dir, "validator")
+    second = world_validator(net, tmp_path, world_base_dir, "stranger")
+    await wait_for_block(net, 2)  # the seed block
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
         reports = await asyncio.gather(serve(first, once=True), serve(second, once=True))
