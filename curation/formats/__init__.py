@@ -40,11 +40,17 @@ __all__ = [
     "WORLD_COLUMNS",
     "ExportRow",
     "Format",
+    "format_names",
     "formats_named",
     "validate_row",
 ]
 
 FORMATS: tuple[Format, ...] = (sft.FORMAT, kto.FORMAT, dpo.FORMAT, grpo.FORMAT)
+
+
+def format_names() -> tuple[str, ...]:
+    """The names of ``FORMATS``, in order (read when called: the default of ``--format``)."""
+    return tuple(fmt.name for fmt in FORMATS)
 
 
 def formats_named(names: Iterable[str]) -> tuple[Format, ...]:

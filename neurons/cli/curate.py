@@ -19,7 +19,7 @@ from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.errors import CurationError, SplitLeakError
 from curation.export import curate_and_export
-from curation.formats import FORMATS, Format, formats_named
+from curation.formats import Format, format_names, formats_named
 from neurons.batch import batch_collector
 from neurons.cli.console import fail, progress, warn
 from neurons.cli.flags import Flag, flag_errors, overrides, with_flags
@@ -43,7 +43,7 @@ class CurateSettings(ConversionSettings):
     db: SecretStr = Field(description="Database URL: sqlite:///arena.db or postgresql://... (a secret).")
     out: Path = Field(description="Export directory (created; our files in it are replaced).")
     formats: Annotated[tuple[str, ...], NoDecode] = Field(
-        default_factory=lambda: tuple(fmt.name for fmt in FORMATS),
+        default_factory=format_names,
         description="Comma-separated export formats to write (curation.formats).",
     )
     convert: bool = Field(
