@@ -18,8 +18,9 @@ from arena.arguments import parse_arguments
 from arena.episode_tokens import MIN_SECRET_BYTES, EpisodeTokens, TokenClaims
 from arena.errors import BudgetExhausted, EpisodeClosed, TokenExpired, TokenInvalid
 from arena.index_types import VersionedIndex
+from arena.inference import InferenceExchange, InferenceLog
 from arena.tools import Arguments, ToolContext, run_call
-from arena.types import ToolLogEntry, result_hash
+from arena.types import NonceStatus, ToolLogEntry, result_hash
 from arena.world.shopper import ShopperSession
 
 # The tokens live in arena.episode_tokens; the rest of the code imports them from here.
@@ -40,6 +41,7 @@ def run_logged(
     call_id: str | None,
     raw: str | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    nonce_status: NonceStatus = "none",
 ) -> ToolLogEntry:
     """Run one tool call and return its tool-log entry, exactly as the tool server logs it.
 
@@ -48,6 +50,7 @@ def run_logged(
     ``arguments`` is the call's JSON text, or that text already read (then ``raw`` is the text,
     which the log keeps for arguments that are not an object). Over a world that changes during
     the episode, the call runs at the version its ``seq`` sees, and the entry records it.
+    ``nonce_status`` is ``valid`` for a call the inference gateway attested (``arena.inference``).
     """
     started = now()
     if isinstance(arguments, str):
@@ -66,6 +69,7 @@ def run_logged(
         status="error" if result.error else "ok",
         started_at=started,
         finished_at=finished,
+        nonce_status=nonce_status,
         world_version=version,
     )
 
@@ -157,6 +161,7 @@ class EpisodeRegistry:
         clock: Callable[[], float] = time.time,
         token_grace_s: float = 300.0,
         max_episodes: int = 100_000,
+        inference: InferenceLog | None = None,
     ) -> None:
         """Create a registry.
 
@@ -167,9 +172,12 @@ class EpisodeRegistry:
             token_grace_s: how long a token outlives the wall-time budget, so that a late call
                 gets a clear 429 "wall time spent" rather than a bare "expired".
             max_episodes: episodes kept at once; expired ones are pruned to make room.
+            inference: where the inference gateway records exchanges (an ``InferenceLog`` when
+                omitted); a call the tool server receives is attested against it.
         """
         self._tokens = tokens
         self._log: ToolLogStore = log if log is not None else InMemoryToolLog()
+        self.inference: InferenceLog = inference if inference is not None else InferenceLog()
         self._clock = clock
         self._grace = token_grace_s
         self._max_episodes = max_episodes
@@ -226,6 +234,10 @@ class EpisodeRegistry:
         """Return the episode's tool log, ordered by ``seq``."""
         return self._log.entries(episode_id)
 
+    def inference_log(self, episode_id: str) -> list[InferenceExchange]:
+        """Return the episode's exchanges through the inference gateway, ordered by ``seq``."""
+        return self.inference.exchanges(episode_id)
+
     def authorize(self, token: str) -> TokenClaims:
         """Return the claims of a token that may make calls now.
 
@@ -268,7 +280,9 @@ class EpisodeRegistry:
         """Authorize, charge the budget, run one tool call and append it to the log.
 
         Agent faults in the call itself (unknown tool, bad arguments) are logged results with
-        status ``error``; only token and budget problems raise.
+        status ``error``; only token and budget problems raise. A call sent as text is attested
+        (``nonce_status`` ``valid``) when it matches, byte for byte, a tool call of a completion
+        the inference gateway served the episode before now (``InferenceLog.attest``).
 
         Raises:
             TokenInvalid, TokenExpired, EpisodeClosed, BudgetExhausted.
@@ -295,6 +309,7 @@ class EpisodeRegistry:
         if self._clock() >= claims.expires_at:
             raise TokenExpired(f"episode token expired at {claims.expires_at}")
         seq, episode = self._charge(claims)
+        attested = isinstance(arguments, str) and self.inference.attest(claims.episode_id, name, arguments)
         run_ctx = episode.context or ctx
         if episode.shopper is not None:
             run_ctx = replace(run_ctx, shopper=episode.shopper)
@@ -306,6 +321,7 @@ class EpisodeRegistry:
             seq=seq,
             call_id=call_id,
             now=self._now,
+            nonce_status="valid" if attested else "none",
         )
         self._log.append(entry)
         logger.debug(
@@ -324,6 +340,7 @@ class EpisodeRegistry:
             del self._by_token[self._episodes.pop(episode_id).token]
             if isinstance(self._log, InMemoryToolLog):
                 self._log.discard(episode_id)
+            self.inference.discard(episode_id)
         return gone
 
     def _open_episode(self, claims: TokenClaims) -> _Episode:

@@ -1,14 +1,23 @@
-"""Strict HTTP doors shared by every public app: header count (431), JSON Content-Type (415), call ids.
+"""Strict HTTP doors: header count (431), JSON Content-Type (415), call ids; and the outbound address guard.
 
-Each rule is a small function or ASGI wrapper the tool server, the validator and the miner
-install alike, so the three ports refuse the same malformed requests the same way. The
+Each inbound rule is a small function or ASGI wrapper the tool server, the validator and the
+miner install alike, so the three ports refuse the same malformed requests the same way. The
 connection-level bounds (header and body read time, connections per port) live with the
 server that accepts connections (``neurons.serving``); these run once a request has arrived.
+
+Outbound, :func:`address_refusal` says whether the validator may connect to an address a miner
+named (its axon's IP, or the upstream of the inference gateway, ``arena.gateway``): global
+addresses only, unless a policy allows any address or lists networks, so that a miner cannot
+turn the validator into a client of the services behind its firewall (SSRF).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -65,3 +74,82 @@ def bad_call_id(call_id: str) -> str | None:
     if all(" " <= char <= "~" for char in call_id):
         return None
     return "X-Arena-Call-Id holds a character that is not printable ASCII"
+
+
+AddressCause = Literal[
+    "not_an_ip", "unspecified", "loopback", "link_local", "multicast", "private", "reserved"
+]
+ADDRESS_CAUSES: tuple[AddressCause, ...] = (
+    "not_an_ip",
+    "unspecified",
+    "loopback",
+    "link_local",
+    "multicast",
+    "private",
+    "reserved",
+)
+IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+@dataclass(frozen=True)
+class AddressPolicy:
+    """Where outbound connections may go: ``any_address``, else global addresses and ``allowed`` networks."""
+
+    any_address: bool = False
+    allowed: tuple[IpNetwork, ...] = ()
+
+
+def address_policy(allowed: Sequence[str] = (), *, any_address: bool = False) -> AddressPolicy:
+    """A policy: global addresses, the networks ``allowed`` (``10.0.0.0/8``...), and all with ``any_address``.
+
+    Raises:
+        ValueError: an entry of ``allowed`` is not a network.
+    """
+    networks = tuple(ipaddress.ip_network(entry, strict=False) for entry in allowed)
+    return AddressPolicy(any_address=any_address, allowed=networks)
+
+
+def reached(address: IpAddress) -> IpAddress:
+    """The address a packet to ``address`` reaches: the IPv4 one an IPv6 address embeds, or itself."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return address
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)  # 64:ff9b::a00:1 reaches 10.0.0.1
+    if address.sixtofour is not None:
+        return address.sixtofour  # 2002:a00:1:: reaches 10.0.0.1
+    return address
+
+
+def address_refusal(host: str, policy: AddressPolicy) -> AddressCause | None:
+    """Why the validator will not connect to ``host`` (an IP literal), or None when it will.
+
+    An IPv6 address that carries an IPv4 one is judged by the IPv4 address it reaches
+    (IPv4-mapped, NAT64 ``64:ff9b::/96``, 6to4 ``2002::/16``); the local-use NAT64 prefix
+    ``64:ff9b:1::/48`` (RFC 8215) is private by definition.
+    """
+    try:
+        address = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return "not_an_ip"  # names are resolved first, by the caller; anything else is refused
+    target = reached(address)
+    if policy.any_address or any(a in net for a in (address, target) for net in policy.allowed):
+        return None
+    if address in NAT64_LOCAL:
+        return "private"
+    address = target
+    if address.is_unspecified:
+        return "unspecified"
+    if address.is_loopback:
+        return "loopback"
+    if address.is_link_local:
+        return "link_local"
+    if address.is_multicast:
+        return "multicast"
+    if address.is_private:  # RFC 1918, ULA, and the other special-purpose ranges (TEST-NET, 240.0.0.0/4...)
+        return "private"
+    return None if address.is_global else "reserved"

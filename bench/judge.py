@@ -40,6 +40,7 @@ from arena.types import (  # noqa: E402
     Trajectory,
     result_hash,
 )
+from judging.config import JudgeCalls  # noqa: E402
 from judging.judge import JudgeConfig, judge  # noqa: E402
 from judging.reasoning import OpenAICompleter  # noqa: E402
 from judging.world import AtAnswer  # noqa: E402
@@ -189,7 +190,7 @@ def timed(n: int, searches: int, workers: int) -> float:
 async def llm_latency(url: str, model: str, n: int) -> dict[str, Any]:
     products = load_catalog()
     completer = OpenAICompleter(url, model, timeout_s=120.0)
-    config = JudgeConfig(judge_retries=0)
+    config = JudgeConfig(calls=JudgeCalls(retries=0))
     latencies: list[float] = []
     unscored = 0
 

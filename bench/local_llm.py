@@ -64,7 +64,9 @@ def tools() -> list[dict[str, Any]]:
 class Timed:
     """Canned tool results; the agent's wall time minus tool time is model time."""
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         if name == "find_product":
             return ToolResult(content=json.dumps(HITS))
         if name == "view_product_information":

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from arena.arguments import ArgumentError, split_product_ids
-from arena.tools import DEFAULT_TOOLSET, TOOLSETS, tool_schemas
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS, tool_kind, tool_schemas
 from arena.types import Message, Trajectory
 from storage.records import JudgedTrace
 
@@ -43,7 +43,6 @@ NORMALISE_REASONS = (
     "no_assistant_turn",
 )
 MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
-RECOMMEND = "recommend_product"
 
 
 @dataclass(frozen=True)
@@ -179,11 +178,11 @@ def _body(messages: tuple[Message, ...], known: set[str]) -> list[dict[str, Any]
 
 
 def answer_ids(record: ChatRecord) -> tuple[str, ...]:
-    """Return the product ids of the last ``recommend_product`` call, read as the judge reads them, or ()."""
+    """The product ids of the last answer call (``recommend_product``), read as the judge reads them."""
     last: Any = None
     for item in record.messages:
         for call in item["tool_calls"] or ():
-            if call["function"]["name"] == RECOMMEND:
+            if tool_kind(call["function"]["name"]) == "answer":
                 last = call["function"]["arguments"].get("product_ids")
     ids, _ = split_product_ids(last)
     return ids

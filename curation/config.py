@@ -40,8 +40,9 @@ class CurationConfig(BaseModel):
     )
     axes: tuple[str, ...] = Field(
         default=("A",),
-        description="Comma-separated axis labels the imitation sets take as they are (A, B, mixed, "
-        "unknown); B traces neither taken nor converted go aside to axis_b.jsonl.",
+        description="Comma-separated axis labels the imitation sets take as they are (A, A-attested, "
+        "B, mixed, unknown; A takes A-attested too, A-attested alone requires the gateway's proof); "
+        "B traces neither taken nor converted go aside to axis_b.jsonl.",
     )
     convert_axes: tuple[str, ...] = Field(
         default=("B", "mixed"),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.arguments import split_product_ids
-from arena.tools import canonical_arguments
+from arena.tools import canonical_arguments, tool_kind
 from arena.types import canonical_json
 from curation.chat import ChatRecord, answer_ids
 
@@ -59,11 +59,12 @@ def strategy_of(made: Sequence[tuple[str, dict[str, Any]]], answer: tuple[str, .
 
 
 def _step(name: str, arguments: dict[str, Any]) -> str:
-    if name == "find_product" and isinstance(arguments.get("q"), str):
+    kind = tool_kind(name)
+    if kind == "search" and isinstance(arguments.get("q"), str):
         words = " ".join(sorted(set(_WORD.findall(arguments["q"].casefold()))))
         filters = {k: v for k, v in arguments.items() if k not in ("q", "page")}
         return f"find:{words}|{canonical_json(filters)}"
-    if name == "view_product_information":
+    if kind == "view":
         ids, _ = split_product_ids(arguments.get("product_ids"))
         return "view:" + ",".join(sorted(ids))
     return f"{name}:{canonical_json(arguments)}"

@@ -1,4 +1,7 @@
-"""The final answer of a trajectory: the last `recommend_product` call, read production-strictly."""
+"""The final answer of a trajectory: the last answer call (`recommend_product`), read production-strictly.
+
+An answer tool (``Tool.kind`` ``answer``) names the answer in its ``product_ids`` argument.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arena.arguments import ArgumentError, split_product_ids
+from arena.tools import tool_kind, tool_names
 from arena.types import ToolCall
-
-RECOMMEND = "recommend_product"
-TERMINATE = "terminate"
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class Answer:
     ``product_ids`` are trimmed, empty pieces dropped and de-duplicated keeping the first
     occurrence (``arena.arguments.split_product_ids``), so ``"a, a,"`` fills one position, not
     two. ``error`` says why the arguments could not be read (then ``product_ids`` is empty);
-    ``call`` is None when there was no `recommend_product` call at all.
+    ``call`` is None when there was no answer call at all.
     """
 
     call: ToolCall | None
@@ -34,10 +35,10 @@ class Answer:
 
 
 def final_answer(calls: Sequence[ToolCall]) -> Answer:
-    """Return the answer among a trajectory's tool calls: the arguments of its last `recommend_product`."""
-    recommends = [c for c in calls if c.function.name == RECOMMEND]
+    """Return the answer among a trajectory's tool calls: the arguments of its last answer call."""
+    recommends = [c for c in calls if tool_kind(c.function.name) == "answer"]
     if not recommends:
-        return Answer(call=None, product_ids=(), error="no recommend_product call")
+        return Answer(call=None, product_ids=(), error=f"no {answer_tools()} call")
     last = recommends[-1]
     args = last.function.parsed
     if isinstance(args, ArgumentError):
@@ -48,6 +49,11 @@ def final_answer(calls: Sequence[ToolCall]) -> Answer:
         )
     ids, error = split_product_ids(args["product_ids"])
     return Answer(call=last, product_ids=ids, error=error, recommend_calls=len(recommends))
+
+
+def answer_tools() -> str:
+    """The answer tools' names, as a verdict's explanations name them ("recommend_product")."""
+    return " or ".join(tool_names("answer"))
 
 
 def named_ids(call: ToolCall, key: str = "product_ids") -> tuple[str, ...]:

@@ -1,8 +1,11 @@
 """The axis label: did the model choose the tool calls (A), a harness (B), both (mixed), or can we not tell?
 
-With attested inference (every logged call carries a validator-minted nonce) the label is
-proven from the log. Otherwise it is inferred from structure, step by step (an assistant
-message with tool calls, `terminate`-only steps aside):
+With attested inference the label is proven from the log: a call the tool server received is
+attested (``nonce_status`` ``valid``) when it matched, byte for byte, a tool call of a
+completion the validator's inference gateway had served the episode (``arena.inference``); a
+trajectory whose every logged call is attested is ``A-attested``, one with some attested calls
+``mixed``. Otherwise the label is inferred from structure, step by step (an assistant message
+with tool calls, `terminate`-only steps aside):
 
 - *driven*: the message carries reasoning, and the call's salient arguments (the query, ids,
   shop) appear in that reasoning, or the reasoning cites an earlier tool result (a product id,
@@ -30,12 +33,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from arena.tools import tool_kind
 from arena.types import Message, ToolCall, ToolLogEntry, Trajectory
-from judging.answer import RECOMMEND, TERMINATE, named_ids
+from judging.answer import named_ids
 from judging.context import JudgingContext
 from judging.facts import result_facts
 from judging.titles import title_tokens
-from judging.types import Axis, AxisEvidence, Check
+from judging.types import ATTESTED, Axis, AxisEvidence, Check
 
 MIN_REASONING_CHARS = 20
 A_SHARE = 0.75
@@ -161,7 +165,7 @@ def classify_steps(trajectory: Trajectory, query_tokens: frozenset[str] | None =
             continue
         if message.role != "assistant" or not message.tool_calls:
             continue
-        calls = [c for c in message.tool_calls if c.function.name != TERMINATE]
+        calls = [c for c in message.tool_calls if tool_kind(c.function.name) != "end"]
         if not calls:
             continue
         text = _text(message)
@@ -198,10 +202,12 @@ def degenerate(trajectory: Trajectory, log: Sequence[ToolLogEntry] = ()) -> bool
     and nothing in it says who chose anything.
     """
     calls = trajectory.tool_calls()
-    if any(c.function.name == RECOMMEND for c in calls) or any(e.tool == RECOMMEND for e in log):
+    if any(tool_kind(c.function.name) == "answer" for c in calls) or any(
+        tool_kind(e.tool) == "answer" for e in log
+    ):
         return False
-    shown = sum(1 for c in calls if c.function.name != TERMINATE)
-    logged = sum(1 for e in log if e.tool != TERMINATE)
+    shown = sum(1 for c in calls if tool_kind(c.function.name) != "end")
+    logged = sum(1 for e in log if tool_kind(e.tool) != "end")
     return max(shown, logged) <= 1
 
 
@@ -216,7 +222,7 @@ def classify_axis(
     """
     nonces = Counter(e.nonce_status for e in log)
     if log and nonces["valid"] == len(log):
-        return _axis_check(AxisEvidence(label="A", attested=True, nonces=dict(nonces)), 1.0)
+        return _axis_check(AxisEvidence(label=ATTESTED, attested=True, nonces=dict(nonces)), 1.0)
     if nonces["valid"]:
         share = nonces["valid"] / len(log)
         return _axis_check(AxisEvidence(label="mixed", attested=True, nonces=dict(nonces)), share)
@@ -258,7 +264,7 @@ def check_axis(ctx: JudgingContext) -> Check:
 
 
 def _axis_check(evidence: AxisEvidence, driven_share: float | None) -> Check:
-    detail = "attested by nonces" if evidence.attested else f"steps {evidence.kinds or 'none'}"
+    detail = "attested by the inference gateway" if evidence.attested else f"steps {evidence.kinds or 'none'}"
     if evidence.degenerate:
         detail = "degenerate: no answer and at most one call"
     return Check(
@@ -319,7 +325,7 @@ def mechanical_views(trajectory: Trajectory) -> bool | None:
     since_view: list[tuple[str, ...]] = []
     verdicts: list[bool] = []
     for call in trajectory.tool_calls():
-        if call.function.name == "view_product_information":
+        if tool_kind(call.function.name) == "view":
             ids = named_ids(call)
             verdicts.append(bool(ids) and _prefix_union(since_view, ids))
             since_view = []
@@ -354,6 +360,8 @@ def axis_for_miner(
     trajectories look model-driven one by one. Otherwise the majority per-trajectory label.
     Both template signals read only the trajectories that hold a decision (not
     :func:`degenerate`): a quitter's one search repeated on every task is not a harness.
+    A majority of ``A-attested`` trajectories stands: a steady model repeats one call template
+    too, and its calls are proven.
     """
     logs = logs if logs is not None else [() for _ in trajectories]
     checks = [classify_axis(t, log) for t, log in zip(trajectories, logs, strict=True)]
@@ -372,7 +380,9 @@ def axis_for_miner(
     if ranked:
         majority = ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else "mixed"
     label: Axis = majority
-    if enough and narration >= NARRATION_SHARE:
+    if majority == ATTESTED:
+        pass  # proven call by call: the template signals are inferences and do not overrule it
+    elif enough and narration >= NARRATION_SHARE:
         label = "B"
     elif enough and share >= TEMPLATE_SHARE:
         label = "mixed" if majority == "A" else "B"

@@ -30,18 +30,19 @@ from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Protocol
 
+from arena.tools import ToolKind, tool_kind
 from arena.types import ToolLogEntry, Trajectory, content_hash
-from judging.answer import RECOMMEND, TERMINATE, final_answer
+from judging.answer import final_answer
 
 # What these calls return is not something learned: the answer is read from the trajectory's
 # final answer (as the judge reads it), and ending says nothing.
-_NOT_LEARNED = frozenset({RECOMMEND, TERMINATE})
+_NOT_LEARNED: frozenset[ToolKind | None] = frozenset({"answer", "end"})
 
 
 def work_hash(task_id: str, trajectory: Trajectory, log: Sequence[ToolLogEntry]) -> str | None:
     """The address of the work an episode did on a task; None when it learned and answered nothing."""
     learned = sorted(
-        {(e.tool, e.result_hash) for e in log if e.status == "ok" and e.tool not in _NOT_LEARNED}
+        {(e.tool, e.result_hash) for e in log if e.status == "ok" and tool_kind(e.tool) not in _NOT_LEARNED}
     )
     calls = [call for message in trajectory.messages for call in message.tool_calls or ()]
     answer = final_answer(calls).product_ids

@@ -16,8 +16,9 @@ Hard rejects, by name:
 from __future__ import annotations
 
 from arena.arguments import ArgumentError
+from arena.tools import tool_kind, tool_names
 from arena.types import Trajectory
-from judging.answer import RECOMMEND, TERMINATE
+from judging.answer import answer_tools
 from judging.context import JudgingContext, estimate_tokens
 from judging.types import BadStep, Check, FormatEvidence, Reject
 
@@ -67,7 +68,7 @@ def check_format(ctx: JudgingContext) -> Check:
     if pairing:
         reasons["unanswered_tool_call"] = "; ".join(pairing[:5])
     if answer.recommend_calls != 1:
-        reasons["recommend_not_once"] = f"recommend_product called {answer.recommend_calls} times"
+        reasons["recommend_not_once"] = f"{answer_tools()} called {answer.recommend_calls} times"
     if answer.call is not None:
         unknown = [pid for pid in answer.product_ids if pid not in ctx.found]
         if answer.error:
@@ -80,9 +81,9 @@ def check_format(ctx: JudgingContext) -> Check:
     turns = len(ctx.trajectory.messages)
     if turns > ctx.config.max_turns:
         reasons["too_many_turns"] = f"{turns} messages, over the cap of {ctx.config.max_turns}"
-    if not calls or calls[-1].function.name not in (RECOMMEND, TERMINATE):
+    if not calls or tool_kind(calls[-1].function.name) not in ("answer", "end"):
         last = calls[-1].function.name if calls else "nothing"
-        reasons["no_final_action"] = f"ends with {last}, not recommend_product or terminate"
+        reasons["no_final_action"] = f"ends with {last}, not {' or '.join(tool_names('answer', 'end'))}"
 
     known = ctx.config.known_tools
     bad_steps: list[BadStep] = []

@@ -45,18 +45,19 @@ from judging.format import check_format
 from judging.grounding import check_grounding
 from judging.outcome import check_outcome
 from judging.process import check_process
-from judging.reasoning import check_reasoning, reasoning_check, skipped_reasoning, verdict_of
+from judging.reasoning import check_reasoning, reasoning_check, skipped_reasoning
 from judging.shopper import check_shopper
 from judging.types import (
+    CHECK_NAMES,
     AxisEvidence,
     Check,
     EndEvidence,
     FormatEvidence,
     GroundingEvidence,
     Judgment,
+    NoEvidence,
     OutcomeEvidence,
     OutcomeScores,
-    ProcessEvidence,
     ReasoningVerdict,
     Unscored,
 )
@@ -208,6 +209,30 @@ def judge_rules(
     return verdict(ctx, checks)
 
 
+def judge_with_reasoning(
+    task: Task,
+    trajectory: Trajectory,
+    *,
+    log: Sequence[ToolLogEntry],
+    against: AtAnswer,
+    config: JudgeConfig,
+    reasoning: Check,
+) -> Judgment:
+    """Judge with the rule checks and a reasoning check already given, synchronously.
+
+    An LLM's verdict cannot be asked again and be sure to come back the same; an audit
+    (``neurons.audit``) re-runs every rule check from the episode's log and takes the reasoning
+    check the validator published, so the score is reproduced exactly and the rules are checked.
+
+    Raises:
+        JudgingError: ``reasoning`` is not a reasoning check.
+    """
+    if reasoning.name != "reasoning":
+        raise JudgingError(f"a reasoning check, not {reasoning.name!r}")
+    ctx = _context(task, trajectory, log=log, against=against, config=config)
+    return verdict(ctx, [*rule_checks(ctx), reasoning])
+
+
 def _check(checks: Sequence[Check], name: str) -> Check:
     found = next((c for c in checks if c.name == name), None)
     if found is None:
@@ -225,23 +250,22 @@ def _zeroed(checks: Sequence[Check], config: JudgeConfig) -> bool:
 
 
 def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
-    """Fold a trajectory's checks into its Judgment with the score formula (the module docstring)."""
+    """Fold a trajectory's checks into its Judgment with the score formula (the module docstring).
+
+    The Judgment reads its outcome, rejects, axis, ids, process counts and reasoning verdict from
+    the checks' evidence (``judging.types.Judgment``): only the score is computed here.
+    """
     config = ctx.config
-    outcome_check = _check(checks, "outcome")
-    outcome = outcome_check.evidence_as(OutcomeEvidence)
+    outcome = _check(checks, "outcome").evidence_as(OutcomeEvidence)
     if outcome.scores is None:
         raise JudgingError("the outcome check carries no components")
-    rejects = _check(checks, "format").evidence_as(FormatEvidence).rejects
-    grounding_check = _check(checks, "grounding")
-    grounding = grounding_check.evidence_as(GroundingEvidence)
-    reasoning_check = _check(checks, "reasoning")
     shopper_check = next((c for c in checks if c.name == "shopper"), None)
     score = final_score(
         zeroed=_zeroed(checks, config),
         success=outcome.success,
         partial=outcome.partial,
-        grounding=grounding_check.value,
-        reasoning=reasoning_check.value,
+        grounding=_check(checks, "grounding").value,
+        reasoning=_check(checks, "reasoning").value,
         config=config,
         questions=shopper_check.value if shopper_check is not None else None,
     )
@@ -249,19 +273,23 @@ def verdict(ctx: JudgingContext, checks: Sequence[Check]) -> Judgment:
         task_id=ctx.task.task_id,
         episode_id=ctx.trajectory.episode_id,
         miner_hotkey=ctx.trajectory.miner_hotkey,
-        success=outcome.success,
         score=score,
-        outcome=outcome.scores,
         checks=tuple(checks),
-        rejects=rejects,
-        axis=_check(checks, "axis").evidence_as(AxisEvidence).label,
-        hallucinated_product_ids=grounding.hallucinated_product_ids,
-        fabricated_call_ids=grounding.fabricated_call_ids,
-        process=_check(checks, "process").evidence_as(ProcessEvidence).stats,
-        reasoning=verdict_of(reasoning_check),
         end="completed",
         versions=config.versions(judge_model=ctx.completer.model if ctx.completer else None),
     )
+
+
+# An episode without a trajectory: a miner fault scores these checks 0 (the end reason is their
+# evidence); the others have nothing to look at and are unscored, the axis unknown.
+_ZEROED_WHEN_UNANSWERED = ("outcome", "format")
+
+
+def _unanswered_check(name: str, end: EpisodeEnd, reason: str) -> Check:
+    if name in _ZEROED_WHEN_UNANSWERED:
+        return Check(name=name, value=0.0, explanation=reason, evidence=EndEvidence(end=end))
+    evidence = AxisEvidence(label="unknown") if name == "axis" else NoEvidence()
+    return Check(name=name, value=None, explanation=reason, evidence=evidence)
 
 
 def judge_unanswered(
@@ -276,36 +304,26 @@ def judge_unanswered(
     """Judge an episode that returned no usable trajectory (a miner fault): score 0, the end reason kept.
 
     ``detail`` (free text) says more where the end alone does not, e.g. why a returned
-    trajectory could not be kept.
+    trajectory could not be kept. One check per name of ``CHECK_NAMES``; its checks carry no
+    outcome components or reasoning verdict, so the Judgment states those (zero, and not asked).
     """
     reason = f"no trajectory: episode ended {end}" + (f" ({detail})" if detail else "")
-    outcome = OutcomeScores(
-        rule=0.0,
-        gt=0.0,
-        product=0.0,
-        shop=0.0 if task.intent == "shop" else None,
-        budget=0.0 if task.intent == "voucher" else None,
-    )
-    checks = (
-        Check(name="outcome", value=0.0, explanation=reason, evidence=EndEvidence(end=end)),
-        Check(name="format", value=0.0, explanation=reason, evidence=EndEvidence(end=end)),
-        Check(name="grounding", value=None, explanation=reason),
-        Check(name="process", value=None, explanation=reason),
-        Check(name="axis", value=None, explanation=reason, evidence=AxisEvidence(label="unknown")),
-        Check(name="reasoning", value=None, explanation=reason),
-    )
     return Judgment(
         task_id=task.task_id,
         episode_id=episode_id,
         miner_hotkey=miner_hotkey,
-        success=False,
         score=0.0,
-        outcome=outcome,
-        checks=checks,
-        axis="unknown",
-        reasoning=ReasoningVerdict(value=None, unscored=Unscored(cause="skipped", detail="no trajectory")),
+        checks=tuple(_unanswered_check(name, end, reason) for name in CHECK_NAMES),
         end=end,
         versions=config.versions(judge_model=None),
+        outcome=OutcomeScores(
+            rule=0.0,
+            gt=0.0,
+            product=0.0,
+            shop=0.0 if task.intent == "shop" else None,
+            budget=0.0 if task.intent == "voucher" else None,
+        ),
+        reasoning=ReasoningVerdict(unscored=Unscored(cause="skipped", detail="no trajectory")),
     )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from arena.types import GoldItem, Product, Task
+from judging.answer import answer_tools
 from judging.context import JudgingContext, ProductLookup
 from judging.titles import TitleMatcher
 from judging.types import Check, OutcomeEvidence, OutcomeItem, OutcomeScores
@@ -254,7 +255,7 @@ def check_outcome(ctx: JudgingContext) -> Check:
 def _explain(result: OutcomeEvidence, *, answered: bool) -> str:
     s = result.scores or OutcomeScores(rule=0.0, gt=0.0, product=0.0)
     if not answered:
-        return "no readable recommend_product answer"
+        return f"no readable {answer_tools()} answer"
     if result.success:
         return f"success: every constraint met (rule={s.rule:.3f}, gt={s.gt:.3f})"
     broken = sorted(

@@ -5,24 +5,23 @@ The score is for curation and analysis; it does not enter the trajectory's final
     0.3 * searched + 0.4 * verified_share + 0.2 * no_loops + 0.1 * efficiency
 
 where ``searched`` is 1 when the agent searched at least once, ``verified_share`` the share
-of recommended ids it viewed (`view_product_information`) before recommending, ``no_loops``
+of recommended ids it viewed (a view tool: `view_product_information`) before recommending, ``no_loops``
 1 when no identical call was made three or more times, and ``efficiency`` 1 up to
-``EFFICIENT_DEPTH`` tool-calling steps, falling linearly to 0 at twice that.
+``EFFICIENT_DEPTH`` tool-calling steps, falling linearly to 0 at twice that. Calls are counted
+by their tool's kind (``arena.tools.tool_kind``): searches, views, and questions (ask).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from arena.tools import tool_kind
 from arena.types import ToolCall, canonical_json
 from judging.answer import named_ids
 from judging.context import JudgingContext
 from judging.titles import title_tokens
 from judging.types import Check, ProcessEvidence, ProcessStats
 
-SEARCH_TOOLS = ("find_product", "find_products_in_same_shop")
-VIEW_TOOL = "view_product_information"
-ASK_TOOL = "ask_user"
 LOOP_REPEATS = 3
 EFFICIENT_DEPTH = 12
 WEIGHTS = {"searched": 0.3, "verified": 0.4, "no_loops": 0.2, "efficiency": 0.1}
@@ -47,14 +46,15 @@ def _call_key(call: ToolCall) -> str:
 def process_stats(ctx: JudgingContext) -> tuple[ProcessStats, float]:
     """Count how the agent worked; also return the share of answer ids viewed before the answer."""
     calls, answer = ctx.calls, ctx.answer
-    searches = [c for c in calls if c.function.name in SEARCH_TOOLS]
+    kinds = [tool_kind(c.function.name) for c in calls]
+    searches = [c for c, kind in zip(calls, kinds, strict=True) if kind == "search"]
     keys = [_query_key(c) for c in searches]
     reformulations = sum(1 for a, b in zip(keys, keys[1:], strict=False) if a != b)
     viewed: set[str] = set()
-    for call in calls:
+    for call, kind in zip(calls, kinds, strict=True):
         if answer.call is not None and call.id == answer.call.id:
             break
-        if call.function.name == VIEW_TOOL:
+        if kind == "view":
             viewed.update(named_ids(call) or named_ids(call, "product_id"))
     ids = answer.product_ids
     verified_share = sum(1 for pid in ids if pid in viewed) / len(ids) if ids else 0.0
@@ -65,13 +65,13 @@ def process_stats(ctx: JudgingContext) -> tuple[ProcessStats, float]:
         tool_calls=len(calls),
         searches=len(searches),
         reformulations=reformulations,
-        views=sum(1 for c in calls if c.function.name == VIEW_TOOL),
+        views=kinds.count("view"),
         verified=bool(ids) and verified_share == 1.0,
         loops=loops,
         depth=depth,
         tokens=ctx.tokens,
         # The shopper's questions as the tool server logged them (``judging.shopper``).
-        questions=sum(1 for entry in ctx.log if entry.tool == ASK_TOOL),
+        questions=sum(1 for entry in ctx.log if tool_kind(entry.tool) == "ask"),
         questions_needed=len(ctx.profile.held_back) if ctx.profile is not None else 0,
     )
     return stats, verified_share

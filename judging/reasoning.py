@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from arena.arguments import loads_finite
 from arena.types import Task, Trajectory
+from judging.config import JudgeCalls
 from judging.context import Completer, JudgingContext
 from judging.errors import JudgeRefused, JudgeUnavailable
 from judging.injection import injection_signals
@@ -39,7 +40,6 @@ __all__ = [
     "parse_verdict",
     "reasoning_check",
     "skipped_reasoning",
-    "verdict_of",
 ]
 
 logger = logging.getLogger(__name__)
@@ -196,9 +196,7 @@ async def judge_reasoning(
     trajectory: Trajectory,
     completer: Completer | None,
     *,
-    retries: int = 2,
-    timeout_s: float = 60.0,
-    backoff_s: float = 1.0,
+    calls: JudgeCalls | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     signals: Sequence[str] | None = None,
     messages: Sequence[Mapping[str, str]] | None = None,
@@ -212,8 +210,9 @@ async def judge_reasoning(
         A verdict with a value from {0, .25, .5, .75, 1}; 0 with ``injection_flagged`` when
         the miner's text addresses the judge (found by code even without a judge, or by the
         judge); None with ``unscored`` (the cause) when no judge is configured or it stayed
-        unavailable after ``retries`` retries.
+        unavailable after ``calls.retries`` retries (``calls``: the default ``JudgeCalls``).
     """
+    calls = JudgeCalls() if calls is None else calls
     model = completer.model if completer is not None else None
     if injection_signals(trajectory) if signals is None else signals:
         # Code found the miner's text addressing the judge: the lowest value, judge or not.
@@ -223,11 +222,11 @@ async def judge_reasoning(
     if messages is None:
         messages = build_messages(task, trajectory)
     failure = JudgeUnavailable("error", "no attempt made")
-    for attempt in range(retries + 1):
+    for attempt in range(calls.retries + 1):
         if attempt:
-            await sleep(backoff_s * 2 ** (attempt - 1))
+            await sleep(calls.backoff * 2 ** (attempt - 1))
         try:
-            reply = await asyncio.wait_for(completer.complete(messages), timeout=timeout_s)
+            reply = await asyncio.wait_for(completer.complete(messages), timeout=calls.timeout)
             score, gates, injection, labels = parse_verdict(reply)
         except JudgeRefused as exc:
             # Our request is at fault; asking again gets the same answer. Not an outage: the
@@ -242,7 +241,7 @@ async def judge_reasoning(
         except JudgeUnavailable as exc:
             failure = exc
         except TimeoutError:
-            failure = JudgeUnavailable("timeout", f"no reply within {timeout_s}s")
+            failure = JudgeUnavailable("timeout", f"no reply within {calls.timeout}s")
         # The judge is an outside service: whatever it raises must leave the check unscored,
         # never crash judging or count against the miner.
         except Exception as exc:  # noqa: BLE001
@@ -280,18 +279,6 @@ def reasoning_check(verdict: ReasoningVerdict) -> Check:
     return Check(name="reasoning", value=verdict.value, explanation=explanation, evidence=evidence)
 
 
-def verdict_of(check: Check) -> ReasoningVerdict:
-    """Read the verdict back from a ``reasoning`` Check (the inverse of :func:`reasoning_check`)."""
-    evidence = check.evidence_as(ReasoningEvidence)
-    return ReasoningVerdict(
-        value=check.value,
-        model=evidence.model,
-        labels=evidence.labels,
-        injection_flagged=evidence.injection_flagged,
-        unscored=evidence.unscored,
-    )
-
-
 async def check_reasoning(ctx: JudgingContext) -> Check:
     """The ``reasoning`` check: the context's completer judges (unscored, never 0, when it fails)."""
     config = ctx.config
@@ -299,9 +286,7 @@ async def check_reasoning(ctx: JudgingContext) -> Check:
         ctx.task,
         ctx.trajectory,
         ctx.completer,
-        retries=config.judge_retries,
-        timeout_s=config.judge_timeout_s,
-        backoff_s=config.judge_backoff_s,
+        calls=config.calls,
         signals=ctx.injection_signals,
         messages=ctx.judge_messages if ctx.completer is not None and not ctx.injection_signals else None,
     )

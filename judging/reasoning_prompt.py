@@ -1,9 +1,10 @@
 """The reasoning judge's prompt: the shipped template, its hash, and the episode rendered as untrusted data.
 
-The trajectory goes to the judge as JSON inside a delimited block, with every ``<`` and ``>``
-escaped so that nothing in it can close the block; long fields are cut, more tightly the
-longer the episode, and the rendered episode never exceeds ``MAX_EPISODE_CHARS`` (a judge that
-refuses an over-long prompt must never see one). The template's hash is recorded in every
+The trajectory goes to the judge as JSON inside a block delimited by marker lines that carry a
+boundary the miner cannot know (``boundary``), with every ``<`` and ``>`` escaped besides, so
+nothing in it can close the block; long fields are cut, more tightly the longer the episode,
+and the rendered episode never exceeds ``MAX_EPISODE_CHARS`` (a judge that refuses an
+over-long prompt must never see one). The template's hash is recorded in every
 Judgment (``Versions``).
 """
 
@@ -123,14 +124,33 @@ def render_trajectory(trajectory: Trajectory) -> str:
     return _first_and_last(rows)
 
 
+def boundary(task_text: str, episode: str) -> str:
+    """The data block's boundary: a digest of what it encloses, which the enclosed text cannot contain.
+
+    The miner's text is inside what is hashed, so writing the boundary into it would need a
+    fixed point of SHA-256; and ``<`` and ``>`` are escaped in the data besides, so even a
+    guessed boundary cannot be written as a tag. Deterministic: one episode, one prompt.
+    """
+    return hashlib.sha256(f"{task_text}\n{episode}".encode()).hexdigest()[:16]
+
+
 def build_messages(task: Task, trajectory: Trajectory) -> list[dict[str, str]]:
-    """Fill the prompt template: a system message with the rubric, a user message with the data."""
+    """Fill the prompt template: a system message with the rubric, a user message with the data.
+
+    The episode sits between marker lines that carry :func:`boundary`: it ends only where the
+    boundary does, whatever the miner's text says (``tests/judging/test_reasoning_prompt.py``
+    holds a judge that obeys any instruction it reads outside the block to it).
+    """
     template = prompt_template()
     system, _, user = template.partition("## user")
     system = system.replace("## system", "", 1).strip()
     task_text = json.dumps({"intent": task.intent, "query": task.query}, ensure_ascii=False)
     task_text = task_text.replace("<", "\\u003c").replace(">", "\\u003e")
+    episode = render_trajectory(trajectory)
     user = (
-        user.strip().replace("{{TASK}}", task_text).replace("{{TRAJECTORY}}", render_trajectory(trajectory))
+        user.strip()
+        .replace("{{TASK}}", task_text)
+        .replace("{{BOUNDARY}}", boundary(task_text, episode))
+        .replace("{{TRAJECTORY}}", episode)
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -12,7 +12,9 @@ The policy, in one place:
 4. An episode enters with its credit: its score, divided among the hotkeys that copy one
    another where they brought the same work (``judging.duplicates.shared_by``, over the windows
    read; ``copy_share``). Copies of one agent earn one hotkey's credit between them; independent
-   miners that converge on a task keep theirs.
+   miners that converge on a task keep theirs. With ``unattested_factor`` below 1 an episode
+   whose tool calls were not all attested by the inference gateway (axis other than
+   ``A-attested``) counts that share of its score.
 5. Weights are proportional to ``bound ** power`` over registered hotkeys, mapped to their
    *current* uid at submission time (a uid re-registered by a new hotkey inherits nothing).
    ``burn_share`` of the emission goes to the owner uid; with no positive score, all of it does.
@@ -41,6 +43,7 @@ class ScoreSample:
     order: int  # monotonic position (e.g. block number, or a sequence); later means newer
     task_id: str | None = None  # the task, and the work done on it (``judging.duplicates``);
     work: str | None = None  # None: no work recorded, credited as its own
+    attested: bool = False  # every tool call attested by the inference gateway (axis A-attested)
 
 
 class ScorePolicy(Frozen):
@@ -54,6 +57,9 @@ class ScorePolicy(Frozen):
     # Two hotkeys whose work was the same on more than this share of the tasks both scored on
     # share the credit of that work (``judging.duplicates``): 1.0 never shares, 0.0 always does.
     copy_share: float = 0.5
+    # What an episode whose calls are not all attested (axis other than A-attested) counts of its
+    # score. 1.0, the default: attestation is not rewarded, only recorded (docs/judging.md says why).
+    unattested_factor: float = 1.0
 
     @model_validator(mode="after")
     def _meaningful(self) -> ScorePolicy:
@@ -67,6 +73,8 @@ class ScorePolicy(Frozen):
             raise ValueError("burn_share must be within [0, 1]")
         if not 0.0 <= self.copy_share <= 1.0:
             raise ValueError("copy_share must be within [0, 1]")
+        if not 0.0 <= self.unattested_factor <= 1.0:
+            raise ValueError("unattested_factor must be within [0, 1]")
         return self
 
 
@@ -108,7 +116,10 @@ def standings(samples: Iterable[ScoreSample], policy: ScorePolicy) -> dict[str, 
     divisor = dict(zip(map(id, scoring), shared_by(scoring, copy_share=policy.copy_share), strict=True))
     result: dict[str, MinerStanding] = {}
     for hotkey in sorted(windows):
-        values = [_clamp(s.score) / divisor.get(id(s), 1) for s in windows[hotkey]]
+        values = [
+            _clamp(s.score) / divisor.get(id(s), 1) * (1.0 if s.attested else policy.unattested_factor)
+            for s in windows[hotkey]
+        ]
         n = len(values)
         mean = sum(values) / n
         lower = wilson_lower_bound(mean, n, policy.z) if n >= policy.min_samples else 0.0

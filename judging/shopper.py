@@ -1,9 +1,9 @@
 """The shopper check: questions asked of the simulated shopper against those the task needed (arena-3).
 
 It runs only for a task with a hidden shopper profile (``JudgingContext.profile``). The count
-comes from the tool server's log, never from the miner's own account: every logged ``ask_user``
-call is a question asked, refused ones (a loop, a flood) included. A task needs one question per
-held-back constraint. The check's value is the questions coefficient
+comes from the tool server's log, never from the miner's own account: every logged call of an
+ask tool (``ask_user``) is a question asked, refused ones (a loop, a flood) included. A task
+needs one question per held-back constraint. The check's value is the questions coefficient
 
     questions = max(0, 1 - question_penalty * extra)        extra = max(0, asked - needed)
 
@@ -17,17 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from arena.tools import tool_kind
 from arena.types import ToolLogEntry
 from arena.world.shopper import answer_question
 from arena.world.types import ShopperProfile
 from judging.context import JudgingContext
-from judging.process import ASK_TOOL
 from judging.types import Check, ShopperEvidence
 
 
 def shopper_evidence(profile: ShopperProfile, log: Sequence[ToolLogEntry]) -> ShopperEvidence:
     """Count the logged questions, the needed ones, and the held-back constraints the answers revealed."""
-    asks = [entry for entry in log if entry.tool == ASK_TOOL]
+    asks = [entry for entry in log if tool_kind(entry.tool) == "ask"]
     revealed: set[int] = set()
     for entry in asks:
         question = entry.arguments.get("question")

@@ -12,8 +12,11 @@ from pydantic import Field
 
 from arena.types import Frozen, Sparse
 
-Axis = Literal["A", "B", "mixed", "unknown"]
-AXES: tuple[Axis, ...] = ("A", "B", "mixed", "unknown")
+# "A-attested": every logged call matched a completion the validator's inference gateway served
+# (``arena.inference``); "A": the model chose the calls, as far as the structure shows.
+Axis = Literal["A-attested", "A", "B", "mixed", "unknown"]
+AXES: tuple[Axis, ...] = ("A-attested", "A", "B", "mixed", "unknown")
+ATTESTED: Axis = "A-attested"
 CHECK_NAMES = ("outcome", "format", "grounding", "process", "axis", "reasoning")
 # Hard rejects: any one of these zeroes the trajectory's score.
 Reject = Literal[

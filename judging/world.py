@@ -22,7 +22,7 @@ from pathlib import Path
 
 from arena.errors import WorldError
 from arena.index import SearchIndex
-from arena.tools import find_tool
+from arena.tools import offers, tool_kind
 from arena.types import Product, Task, ToolLogEntry
 from arena.world.changes import truth_at
 from arena.world.overlay import WorldOverlay
@@ -33,8 +33,6 @@ from arena.world.types import ShopperProfile, WorldPack, WorldTask
 
 logger = logging.getLogger(__name__)
 
-ANSWER_TOOL = "recommend_product"
-
 # Catalog lookups: ids -> the products that exist (unknown ids absent); ids -> declared stock
 # levels (a product without one is available).
 ProductLookup = Callable[[Sequence[str]], Mapping[str, Product]]
@@ -42,12 +40,12 @@ StockLookup = Callable[[Sequence[str]], Mapping[str, int]]
 
 
 def answer_version(log: Sequence[ToolLogEntry]) -> int:
-    """The world version at the answer: the last successful ``recommend_product`` call's.
+    """The world version at the answer: the last successful answer call's (``recommend_product``).
 
     Else the last call's; 0 with no call or no version.
     """
     ordered = sorted(log, key=lambda e: e.seq)
-    answers = [e for e in ordered if e.tool == ANSWER_TOOL and e.status == "ok"]
+    answers = [e for e in ordered if tool_kind(e.tool) == "answer" and e.status == "ok"]
     last = answers[-1] if answers else (ordered[-1] if ordered else None)
     return (last.world_version or 0) if last is not None else 0
 
@@ -124,7 +122,7 @@ class WorldJudging:
 
     def profile(self, task_id: str, toolset: str) -> ShopperProfile | None:
         """The hidden shopper of one of the world's tasks, where ``toolset`` lets agents ask (else None)."""
-        if find_tool("ask_user", toolset) is None:
+        if not offers(toolset, "ask"):
             return None
         world_task = self.tasks.get(task_id)
         return world_task.profile if world_task is not None else None

@@ -71,6 +71,14 @@ TOOL_CALL_DURATION = Histogram(
 TOOLSERVER_REQUESTS = Counter(
     "arena_toolserver_requests_total", "Tool server HTTP requests, by status code.", ["code"]
 )
+GATEWAY_EXCHANGES = Counter(
+    "arena_gateway_exchanges_total",
+    "Requests through the inference gateway, by result (ok, refused, upstream_error, gateway_error).",
+    ["result"],
+)
+ATTESTED_CALLS = Counter(
+    "arena_attested_tool_calls_total", "Tool calls attested by the inference gateway's completions."
+)
 
 # ---------------------------------------------------------------- public ports (neurons.serving)
 HTTP_REFUSED_CONNECTIONS = Counter(

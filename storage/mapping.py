@@ -13,10 +13,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from arena.inference import InferenceExchange
 from arena.types import Task, ToolLogEntry, Trajectory, content_hash, result_hash
 from judging.types import Judgment
 from storage.errors import StorageError
-from storage.models import EpisodeRow, JudgmentRow, TaskRow, ToolLogRow
+from storage.models import EpisodeRow, InferenceRow, JudgmentRow, TaskRow, ToolLogRow
 from storage.records import EpisodeRecord
 
 M = TypeVar("M", bound=BaseModel)
@@ -48,19 +49,26 @@ def row_to_task(row: TaskRow) -> Task:
 
 
 def episode_content_hash(
-    episode: EpisodeRecord, wire: dict[str, Any] | None, tool_log: Sequence[ToolLogEntry]
+    episode: EpisodeRecord,
+    wire: dict[str, Any] | None,
+    tool_log: Sequence[ToolLogEntry],
+    inference_log: Sequence[InferenceExchange] = (),
 ) -> str:
-    """Address an episode, its trajectory (wire form) and its tool log together (a retry hashes the same)."""
-    # A static episode hashes as it did before episodes had a world: stored hashes stay valid.
+    """Address an episode, its trajectory (wire form), tool log and gateway exchanges together.
+
+    A retry hashes the same. What an episode did not have is left out of the hashed value, so
+    hashes stored before it existed stay valid: a static episode's world, an episode's
+    exchanges where it made none.
+    """
     static = {"world_id", "pack_hash"} if episode.world_id is None else None
-    return content_hash(
-        {
-            "episode": episode.model_dump(mode="json", exclude=static),
-            "trajectory": wire,
-            "tool_log": [entry.model_dump(mode="json") for entry in tool_log],
-        },
-        prefix="e-",
-    )
+    value: dict[str, Any] = {
+        "episode": episode.model_dump(mode="json", exclude=static),
+        "trajectory": wire,
+        "tool_log": [entry.model_dump(mode="json") for entry in tool_log],
+    }
+    if inference_log:
+        value["inference_log"] = [exchange.model_dump(mode="json") for exchange in inference_log]
+    return content_hash(value, prefix="e-")
 
 
 def episode_to_row(
@@ -180,6 +188,21 @@ def row_to_log(row: ToolLogRow) -> ToolLogEntry:
         "world_version": row.world_version,
     }
     return _validate(ToolLogEntry, data, f"tool log entry {row.episode_id}#{row.seq}")
+
+
+# InferenceExchange fields, each stored in the column of the same name.
+EXCHANGE_COLUMNS = tuple(InferenceExchange.model_fields)
+
+
+def exchange_to_row(exchange: InferenceExchange) -> InferenceRow:
+    """Build the row of one exchange through the inference gateway."""
+    return InferenceRow(**{name: getattr(exchange, name) for name in EXCHANGE_COLUMNS})
+
+
+def row_to_exchange(row: InferenceRow) -> InferenceExchange:
+    """Rebuild one exchange through the inference gateway."""
+    data = {name: getattr(row, name) for name in EXCHANGE_COLUMNS}
+    return _validate(InferenceExchange, data, f"inference exchange {row.episode_id}#{row.seq}")
 
 
 # Judgment fields stored as JSON columns of the same name.

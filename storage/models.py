@@ -168,6 +168,27 @@ class ToolLogRow(Base):
     world_version: Mapped[int | None] = mapped_column(Integer)
 
 
+class InferenceRow(Base):
+    """One request an episode's agent sent through the inference gateway, and its answer."""
+
+    __tablename__ = "inference_log"
+    __table_args__ = (CheckConstraint("seq >= 0", name="seq_non_negative"),)
+
+    episode_id: Mapped[str] = mapped_column(
+        ForeignKey("episodes.episode_id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    upstream: Mapped[str] = mapped_column(String)
+    # JSON strings, not TEXT: PostgreSQL's text type cannot hold NUL, JSON escapes it.
+    request: Mapped[str] = mapped_column(Json)
+    response: Mapped[str] = mapped_column(Json)
+    status: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str] = mapped_column(String(16), index=True)
+    tool_calls: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+
+
 class JudgmentRow(Base):
     """The verdict on one episode, addressed by its content hash."""
 

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from arena.inference import InferenceExchange
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.types import Judgment
 from storage.bounds import bounded_wire
@@ -43,6 +44,7 @@ from storage.ledger import (
 from storage.mapping import (
     episode_content_hash,
     episode_to_row,
+    exchange_to_row,
     judgment_to_row,
     log_to_row,
     storable_log,
@@ -55,7 +57,9 @@ from storage.traces import (
     count_judged,
     episodes_for_hotkey_window,
     get_judged,
+    inference_log,
     iter_judged,
+    judged_in_world,
     judged_since,
     score_samples,
 )
@@ -71,7 +75,9 @@ __all__ = [
     "get_round",
     "get_task",
     "get_tasks",
+    "inference_log",
     "iter_judged",
+    "judged_in_world",
     "judged_since",
     "last_round",
     "last_successful_weights",
@@ -107,9 +113,10 @@ def save_judged(
     tool_log: Sequence[ToolLogEntry],
     judgment: Judgment,
     task: Task | None = None,
+    inference_log: Sequence[InferenceExchange] = (),
     work: str | None = None,
 ) -> bool:
-    """Store an episode, its tool log and its judgment in one transaction (all or nothing).
+    """Store an episode, its tool log, its gateway exchanges and its judgment in one transaction.
 
     Idempotent: a retried write of the same content changes nothing. The episode's task (and
     round, where it has one) must already be stored; pass ``task`` to store it in the same
@@ -123,6 +130,7 @@ def save_judged(
         tool_log: the tool server's log of the episode, in ``seq`` order.
         judgment: the verdict on the episode.
         task: optionally, the episode's task, inserted if not stored yet.
+        inference_log: the episode's exchanges through the inference gateway, in ``seq`` order.
         work: the work a scored round episode did (``judging.duplicates.work_hash``), which the
             weights read to share credit between copies; None keeps the episode's own credit.
 
@@ -139,6 +147,7 @@ def save_judged(
             nothing of the episode is written.
     """
     _check_consistent(episode, trajectory, tool_log, judgment, task)
+    _check_exchanges(episode, inference_log)
     wire: dict[str, Any] | None = None
     if trajectory is not None:  # encoded once: bounded, hashed and stored
         wire, truncated = bounded_wire(trajectory.to_wire())
@@ -147,7 +156,7 @@ def save_judged(
                 "trajectory_truncated episode=%s messages=%d", episode.episode_id, len(trajectory.messages)
             )
     try:
-        episode_hash = episode_content_hash(episode, wire, tool_log)
+        episode_hash = episode_content_hash(episode, wire, tool_log, inference_log)
     except UnicodeEncodeError as exc:
         raise UnstorableContent(
             f"episode {episode.episode_id} holds text that cannot be encoded ({exc.reason})"
@@ -162,6 +171,7 @@ def save_judged(
             session.add(episode_to_row(episode, wire, content_hash=episode_hash, now=now, work=work))
             session.flush()
             session.add_all([log_to_row(entry) for entry in tool_log])
+            session.add_all([exchange_to_row(exchange) for exchange in inference_log])
             session.flush()
             session.add(
                 judgment_to_row(judgment, now=now, world_id=episode.world_id, pack_hash=episode.pack_hash)
@@ -206,6 +216,15 @@ def _check_consistent(
     naive = [name for name, value in times if value.tzinfo is None or value.utcoffset() is None]
     if naive:
         raise StorageError(f"naive datetimes refused ({', '.join(naive)}): use timezone-aware times")
+
+
+def _check_exchanges(episode: EpisodeRecord, inference_log: Sequence[InferenceExchange]) -> None:
+    for exchange in inference_log:
+        if exchange.episode_id != episode.episode_id:
+            raise StorageError(f"inference exchange {exchange.seq} belongs to episode {exchange.episode_id}")
+        for value in (exchange.started_at, exchange.finished_at):
+            if value.tzinfo is None or value.utcoffset() is None:
+                raise StorageError(f"inference exchange {exchange.seq}: naive datetimes refused")
 
 
 def _already_stored(session: Session, episode_id: str, episode_hash: str, judgment_hash: str) -> bool:

@@ -9,12 +9,13 @@ from typing import Any
 from sqlalchemy import ColumnElement, Text, and_, cast, func, select
 from sqlalchemy.orm import Session
 
+from arena.inference import GATEWAY_FAULT, InferenceExchange
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.scores import ScoreSample
-from judging.types import OUTAGE_CAUSES
+from judging.types import ATTESTED, OUTAGE_CAUSES
 from storage.errors import StorageError
-from storage.mapping import row_to_episode, row_to_judgment, row_to_log, row_to_trajectory
-from storage.models import EpisodeRow, JudgmentRow, ToolLogRow
+from storage.mapping import row_to_episode, row_to_exchange, row_to_judgment, row_to_log, row_to_trajectory
+from storage.models import EpisodeRow, InferenceRow, JudgmentRow, ToolLogRow
 from storage.records import JudgedTrace, ScoredEpisode
 from storage.tasks import get_tasks
 
@@ -65,6 +66,13 @@ def iter_judged(
     if since is not None:
         conditions.append(EpisodeRow.stored_at >= since)
     return _traces(session, conditions, batch_size=batch_size, limit=limit)
+
+
+def judged_in_world(session: Session, *, pack_hash: str, batch_size: int = 500) -> Iterator[JudgedTrace]:
+    """Stream the judged episodes of one world pack, in ingest order (``world_id`` is indexed)."""
+    world_id = f"w-{pack_hash[:16]}"
+    conditions = [EpisodeRow.world_id == world_id, EpisodeRow.pack_hash == pack_hash]
+    return _traces(session, conditions, batch_size=batch_size, limit=None)
 
 
 def judged_since(session: Session, *, since: datetime, batch_size: int = 500) -> Iterator[JudgedTrace]:
@@ -184,6 +192,14 @@ def _logs_of(session: Session, episode_ids: Sequence[str]) -> dict[str, list[Too
     return logs
 
 
+def inference_log(session: Session, *, episode_id: str) -> list[InferenceExchange]:
+    """An episode's exchanges through the inference gateway, in ``seq`` order (none: it made none)."""
+    rows = session.scalars(
+        select(InferenceRow).where(InferenceRow.episode_id == episode_id).order_by(InferenceRow.seq)
+    )
+    return [row_to_exchange(row) for row in rows]
+
+
 def judged_miners(session: Session) -> list[str]:
     """Return the hotkeys with at least one judged, completed episode, sorted."""
     query = (
@@ -272,6 +288,7 @@ def score_samples(
     window: int,
     hotkeys: Sequence[str] | None = None,
     exclude_reasoning_outages: bool = False,
+    exclude_gateway_faults: bool = False,
 ) -> list[ScoreSample]:
     """Return every hotkey's ``window`` most recent judged episodes as ``judging.scores.ScoreSample``.
 
@@ -286,6 +303,10 @@ def score_samples(
         exclude_reasoning_outages: leave out judgments whose reasoning check is unscored because
             the configured judge was unavailable (``Judgment.reasoning_outage``), before the window
             is taken, so that an outage on our side never moves weights.
+        exclude_gateway_faults: leave out episodes in which the inference gateway failed in its
+            own name (an exchange with outcome ``gateway_error``): our fault, never the miner's.
+
+    ``ScoreSample.attested`` is set where the judgment's axis is ``A-attested``.
     """
     rank = (
         func.row_number()
@@ -298,21 +319,37 @@ def score_samples(
         EpisodeRow.task_id,
         EpisodeRow.work_hash,
         JudgmentRow.score,
+        JudgmentRow.axis,
         rank,
     ).join(JudgmentRow, JudgmentRow.episode_id == EpisodeRow.episode_id)
     if hotkeys is not None:
         inner = inner.where(EpisodeRow.miner_hotkey.in_(list(hotkeys)))
     if exclude_reasoning_outages:
         inner = inner.where(~_reasoning_outage())
+    if exclude_gateway_faults:
+        faulted = select(InferenceRow.episode_id).where(InferenceRow.outcome == GATEWAY_FAULT)
+        inner = inner.where(EpisodeRow.episode_id.not_in(faulted))
     ranked = inner.subquery()
     rows = session.execute(
-        select(ranked.c.miner_hotkey, ranked.c.seq, ranked.c.task_id, ranked.c.work_hash, ranked.c.score)
+        select(
+            ranked.c.miner_hotkey,
+            ranked.c.seq,
+            ranked.c.task_id,
+            ranked.c.work_hash,
+            ranked.c.score,
+            ranked.c.axis,
+        )
         .where(ranked.c.rank <= window)
         .order_by(ranked.c.miner_hotkey, ranked.c.seq)
     )
     return [
         ScoreSample(
-            hotkey=row.miner_hotkey, score=row.score, order=row.seq, task_id=row.task_id, work=row.work_hash
+            hotkey=row.miner_hotkey,
+            score=row.score,
+            order=row.seq,
+            task_id=row.task_id,
+            work=row.work_hash,
+            attested=row.axis == ATTESTED,
         )
         for row in rows
     ]

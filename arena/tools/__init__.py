@@ -4,6 +4,10 @@ Tool set ``sb-1`` (the default) is ShoppingBench's harness: find_product,
 view_product_information, recommend_product, terminate. ``arena-2`` adds
 find_products_in_same_shop and calculate_voucher. ``arena-3`` adds ask_user, a question to the
 simulated shopper of a world task (``arena.world.shopper``).
+
+Every tool has a kind (``Tool.kind``: search, view, answer, ask, compute, end). Judging and
+curation read a call's kind (:func:`tool_kind`), never its name: a tool of an existing kind
+is added by its module and its place in ``TOOLSETS``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from arena.tools.tool import (
     Tool,
     ToolArgs,
     ToolContext,
+    ToolKind,
     describe_validation_error,
     error_result,
     function_schema,
@@ -40,7 +45,11 @@ __all__ = [
     "Tool",
     "ToolArgs",
     "ToolContext",
+    "ToolKind",
     "canonical_arguments",
+    "offers",
+    "tool_kind",
+    "tool_names",
     "run_call",
     "run_tool",
     "tool_schemas",
@@ -76,6 +85,30 @@ def tool_schemas(toolset: str = DEFAULT_TOOLSET) -> list[dict[str, Any]]:
 def find_tool(name: str, toolset: str = DEFAULT_TOOLSET) -> Tool[Any] | None:
     """Return the tool called ``name`` in ``toolset``, or None if the set has no such tool."""
     return next((tool for tool in TOOLSETS[toolset] if tool.name == name), None)
+
+
+def tool_kind(name: str) -> ToolKind | None:
+    """The kind of the tool called ``name``; None where no tool set has one (an agent's invention).
+
+    A tool means the same in every set it belongs to, so any set that holds it answers: a call
+    is read by what the tool is, whichever set the episode offered.
+    """
+    return next((tool.kind for tools in TOOLSETS.values() for tool in tools if tool.name == name), None)
+
+
+def tool_names(*kinds: ToolKind) -> tuple[str, ...]:
+    """The names of the tools of these kinds, over every tool set (each once, in set order)."""
+    names = (tool.name for tools in TOOLSETS.values() for tool in tools if tool.kind in kinds)
+    return tuple(dict.fromkeys(names))
+
+
+def offers(toolset: str, kind: ToolKind) -> bool:
+    """Whether ``toolset`` has a tool of ``kind`` (an agent that cannot ask is never judged on asking).
+
+    Raises:
+        KeyError: the tool set does not exist.
+    """
+    return any(tool.kind == kind for tool in TOOLSETS[toolset])
 
 
 def _read(arguments: Arguments) -> dict[str, Any] | ArgumentError:

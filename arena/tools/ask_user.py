@@ -45,4 +45,4 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     return json_result({"answer": reply.text})
 
 
-TOOL = Tool(name="ask_user", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(name="ask_user", kind="ask", description=DESCRIPTION, args_model=Args, run=run)

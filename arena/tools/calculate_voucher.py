@@ -94,4 +94,4 @@ def _money(value: float) -> float:
     return round(value, 2)
 
 
-TOOL = Tool(name="calculate_voucher", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(name="calculate_voucher", kind="compute", description=DESCRIPTION, args_model=Args, run=run)

@@ -150,4 +150,4 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     return json_result(found)
 
 
-TOOL = Tool(name="find_product", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(name="find_product", kind="search", description=DESCRIPTION, args_model=Args, run=run)

@@ -59,4 +59,6 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     return json_result(rows)
 
 
-TOOL = Tool(name="find_products_in_same_shop", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(
+    name="find_products_in_same_shop", kind="search", description=DESCRIPTION, args_model=Args, run=run
+)

@@ -36,4 +36,4 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     return json_result(f"Recommended to the user: {args.product_ids.replace(',', ', ')}.")
 
 
-TOOL = Tool(name="recommend_product", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(name="recommend_product", kind="answer", description=DESCRIPTION, args_model=Args, run=run)

@@ -24,4 +24,4 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     return json_result(f"The conversation has ended with status: {args.status}.")
 
 
-TOOL = Tool(name="terminate", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(name="terminate", kind="end", description=DESCRIPTION, args_model=Args, run=run)

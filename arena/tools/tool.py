@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -47,11 +47,22 @@ class ToolContext:
     shopper: ShopperSession | None = None
 
 
+# What a tool is for, which is all judging and curation know of it (``arena.tools.tool_kind``):
+# each kind's arguments and result are a contract its tools keep (docs/tools.md, "Kinds").
+ToolKind = Literal["search", "view", "answer", "ask", "compute", "end"]
+
+
 @dataclass(frozen=True)
 class Tool(Generic[A]):
-    """One agent tool: its name, what it does, its argument model and the function that runs it."""
+    """One agent tool: its name, its kind, what it does, its argument model and the function that runs it.
+
+    Judging and curation ask a tool's ``kind`` (a search is counted, a view verifies, the answer
+    is read, ...), never its name, so a new tool of an existing kind needs its module and a
+    place in a tool set, nothing else.
+    """
 
     name: str
+    kind: ToolKind
     description: str
     args_model: type[A]
     run: Callable[[A, ToolContext], ToolResult]

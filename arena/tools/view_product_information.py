@@ -48,4 +48,4 @@ def run(args: Args, ctx: ToolContext) -> ToolResult:
     return json_result(rows)
 
 
-TOOL = Tool(name="view_product_information", description=DESCRIPTION, args_model=Args, run=run)
+TOOL = Tool(name="view_product_information", kind="view", description=DESCRIPTION, args_model=Args, run=run)

@@ -1,8 +1,9 @@
 """Where a world's randomness comes from: sha256(seed || "arena.world/1" || base index hash), split by part.
 
-In validator rounds the seed itself comes from the chain (``round_seed``): the hash of a block a
-fixed number of blocks after the world round's start (``world_round_at``), mixed with the netuid
-and the round index, so nobody knows it before that block and every validator derives the same.
+In validator rounds the seed (``round_seed``) mixes the hash of a final block a fixed number of
+blocks after the world round's start (``world_round_at``), the netuid, the round index and the
+validator's own secret of that round (``arena.world.commitment``): nobody knows it before the
+validator reveals the secret, after the round, and anyone can then recompute it.
 
 Nothing else feeds a world: never Python's ``hash()``, set order, dict order of untrusted input
 or the clock. Each part (delta, vouchers, tasks) draws from its own ``random.Random`` seeded
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from arena.index import SearchIndex
 from arena.types import canonical_json
+from arena.world.commitment import SECRET_BYTES
 from arena.world.types import WORLD_FORMAT
 
 
@@ -45,7 +47,7 @@ def part_rng(world: bytes, part: str) -> random.Random:
     return random.Random(part_seed(world, part))
 
 
-ROUND_SEED_LABEL = b"arena.round-seed/1"
+ROUND_SEED_LABEL = b"arena.round-seed/2"
 
 
 @dataclass(frozen=True)
@@ -76,20 +78,26 @@ def world_round_at(block: int, *, period: int, delay: int) -> WorldRound | None:
     return WorldRound(index=index, start_block=index * period, seed_block=index * period + delay)
 
 
-def round_seed(block_hash: bytes | str, *, netuid: int, round_index: int) -> bytes:
-    """A world round's seed: sha256("arena.round-seed/1" || netuid (u16) || round (u64) || block hash).
+def round_seed(block_hash: bytes | str, *, netuid: int, round_index: int, secret: bytes) -> bytes:
+    """A world round's seed: sha256("arena.round-seed/2" || netuid (u16) || round (u64) || secret || hash).
 
-    ``block_hash`` is the seed block's hash: raw bytes, or hex text (``0x`` optional, as the
-    chain gives it). The label and the fixed-width integers come first, so the concatenation is
-    unambiguous. The result goes into ``world_seed`` as the seed bytes (with the base hash).
+    ``secret`` is the validator's secret of this round (32 bytes, ``arena.world.commitment``):
+    without it the seed is public the moment its block is, and anyone could compile the world
+    and read its gold before the tasks are served. ``block_hash`` is the seed block's hash: raw
+    bytes, or hex text (``0x`` optional, as the chain gives it). The label, the fixed-width
+    integers and the fixed-width secret come first, so the concatenation is unambiguous. The
+    result goes into ``world_seed`` as the seed bytes (with the base hash).
 
     Raises:
-        ValueError: a netuid or round index out of range, or a hash that is empty or not hex.
+        ValueError: a netuid or round index out of range, a secret of another length, or a hash
+            that is empty or not hex.
     """
     if not 0 <= netuid < 1 << 16 or not 0 <= round_index < 1 << 64:
         raise ValueError(f"netuid {netuid} or round index {round_index} out of range")
+    if len(secret) != SECRET_BYTES:
+        raise ValueError(f"a round secret has {SECRET_BYTES} bytes, not {len(secret)}")
     raw = bytes.fromhex(block_hash.removeprefix("0x")) if isinstance(block_hash, str) else bytes(block_hash)
     if not raw:
         raise ValueError("a round seed needs the seed block's hash")
     head = ROUND_SEED_LABEL + netuid.to_bytes(2, "big") + round_index.to_bytes(8, "big")
-    return hashlib.sha256(head + raw).digest()
+    return hashlib.sha256(head + secret + raw).digest()

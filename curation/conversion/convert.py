@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from arena.index import SearchIndex
 from arena.index_types import ProductIndex
-from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext
+from arena.tools import DEFAULT_TOOLSET, TOOLSETS, ToolContext, tool_kind
 from arena.types import (
     Task,
     ToolLogEntry,
@@ -149,7 +149,7 @@ def _inputs(
         return Dropped("catalog_mismatch", f"judged on {catalog}, index {index.catalog_version}")
     if source.rejects or source.fabricated or source.end != "completed":
         return Dropped("source_rejected", ",".join(source.rejects) or source.end)
-    if not any(e.tool == "recommend_product" and e.status == "ok" for e in log):
+    if not any(tool_kind(e.tool) == "answer" and e.status == "ok" for e in log):
         return Dropped("no_answer")
     return None
 

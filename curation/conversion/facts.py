@@ -8,6 +8,8 @@ step by step from the validator's tool log, so "before the call" is exact:
   constraints in the user's terms, the budget and the voucher;
 - :class:`ProductFacts`: per product id, what results showed of it (title, price, shop,
   services, sold count; attributes and sku options once viewed), and the search that found it;
+  a result is read by its tool's kind (``arena.tools.tool_kind``): a search's rows, a view's
+  details, a computation's ``products``, an ask's answer;
 - :class:`Heard`: per ``ask_user`` call (tool set arena-3), the question, the shopper's answer as
   logged, and the constraints it stated, which join the request from then on ("no preference"
   states none, and is a fact too: the request is all there is);
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena.arguments import split_product_ids
+from arena.tools import tool_kind
 from arena.types import ToolLogEntry
 from curation.conversion.task_facts import (
     DIGIT_TOKEN,
@@ -52,9 +55,6 @@ __all__ = [
     "number_key",
     "task_facts",
 ]
-
-SEARCH_TOOLS = frozenset({"find_product", "find_products_in_same_shop"})
-ASK_TOOL = "ask_user"
 
 
 @dataclass
@@ -264,16 +264,16 @@ class FactTable:
         self._seen(entry.result)
         if entry.status != "ok":
             return
-        value = _read(entry.result)
-        if entry.tool in SEARCH_TOOLS:
+        value, kind = _read(entry.result), tool_kind(entry.tool)
+        if kind == "search":
             rows = value if isinstance(value, list) else []
             ids = self._hits(rows, entry.seq)
             self.searches.append(Search(entry.seq, entry.arguments, ids, item))
-        elif entry.tool == "view_product_information" and isinstance(value, list):
+        elif kind == "view" and isinstance(value, list):
             self._details(value)
-        elif entry.tool == "calculate_voucher" and isinstance(value, dict):
+        elif kind == "compute" and isinstance(value, dict):
             self._hits(value.get("products") or [], None)
-        elif entry.tool == ASK_TOOL:
+        elif kind == "ask":
             self._heard(entry)
 
     def _heard(self, entry: ToolLogEntry) -> None:

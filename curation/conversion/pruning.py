@@ -1,6 +1,7 @@
 """Harness noise compiled out of a logged trace: the calls whose results never inform a later step.
 
-Over the validator's log, in ``seq`` order (``recommend_product`` and ``terminate`` always stay):
+Over the validator's log, in ``seq`` order (the answer and the end, ``recommend_product`` and
+``terminate``, always stay; a call is read by its tool's kind, ``arena.tools.tool_kind``):
 
 - ``repeat``: the same tool with the same canonical arguments as an earlier successful call (a
   loop; the tools are deterministic, so the earlier call already showed the same bytes);
@@ -9,8 +10,8 @@ Over the validator's log, in ``seq`` order (``recommend_product`` and ``terminat
   prices or recommends) and none of whose shops a later kept call searches in; repeated page
   sweeps fall here. An empty search followed by another kept search stays: it is why the next
   one relaxes a filter;
-- ``unused_view``: a view (or a voucher calculation) of ids none of which a later kept step
-  names: a batch view of products never considered.
+- ``unused_view``: a view (or a computation, ``calculate_voucher``) of ids none of which a later
+  kept step names: a batch view of products never considered.
 
 A shopper's question (``ask_user``) is never ``unused``: its answer, "no preference" included,
 is a fact later steps reason from. Its count is scored (the shopper check), so where the
@@ -34,17 +35,18 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from arena.episode import run_logged
-from arena.tools import ToolContext
+from arena.tools import ToolContext, ToolKind, tool_kind
 from arena.types import ToolLogEntry, canonical_json
 from arena.world.shopper import ShopperSession
 from arena.world.types import ShopperProfile
-from curation.conversion.facts import ASK_TOOL, SEARCH_TOOLS, call_ids
+from curation.conversion.facts import call_ids
 from judging.facts import result_facts
 from judging.types import Judgment, ShopperEvidence
 
 PruneReason = Literal["repeat", "error", "unused_search", "unused_view"]
-ALWAYS_KEPT = frozenset({"recommend_product", "terminate"})
-VIEWS = frozenset({"view_product_information", "calculate_voucher"})
+# Kinds of call always kept (the answer and the end) and those kept only for an id they name.
+ALWAYS_KEPT: frozenset[ToolKind | None] = frozenset({"answer", "end"})
+VIEWS: frozenset[ToolKind | None] = frozenset({"view", "compute"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def _forward(log: Sequence[ToolLogEntry], keep_questions: bool) -> dict[int, Pru
     dropped: dict[int, PruneReason] = {}
     done: set[tuple[str, str]] = set()
     for entry in log:
-        if entry.tool in ALWAYS_KEPT or (keep_questions and entry.tool == ASK_TOOL):
+        kind = tool_kind(entry.tool)
+        if kind in ALWAYS_KEPT or (keep_questions and kind == "ask"):
             continue
         key = (entry.tool, canonical_json(entry.arguments))
         if entry.status != "ok":
@@ -106,8 +109,8 @@ def prune(log: Sequence[ToolLogEntry], *, keep_questions: bool = False) -> Prune
     for entry in reversed(entries):
         if entry.seq in dropped:
             continue
-        keep = True
-        if entry.tool in SEARCH_TOOLS:
+        keep, kind = True, tool_kind(entry.tool)
+        if kind == "search":
             hits = result_facts(entry.result).ranked_ids
             used = bool(needed_ids.intersection(hits)) or bool(
                 needed_shops and needed_shops & _shops(entry.result)
@@ -115,7 +118,7 @@ def prune(log: Sequence[ToolLogEntry], *, keep_questions: bool = False) -> Prune
             keep = used or (not hits and later_search)
             if not keep:
                 dropped[entry.seq] = "unused_search"
-        elif entry.tool in VIEWS and not needed_ids.intersection(call_ids(entry.arguments)):
+        elif kind in VIEWS and not needed_ids.intersection(call_ids(entry.arguments)):
             keep = False
             dropped[entry.seq] = "unused_view"
         if not keep:
@@ -125,7 +128,7 @@ def prune(log: Sequence[ToolLogEntry], *, keep_questions: bool = False) -> Prune
         shop = entry.arguments.get("shop_id")
         if isinstance(shop, str) and shop:
             needed_shops.add(shop)
-        later_search = later_search or entry.tool in SEARCH_TOOLS
+        later_search = later_search or kind == "search"
     return Pruned(kept=tuple(reversed(kept)), dropped=tuple(sorted(dropped.items())))
 
 
@@ -150,7 +153,7 @@ def replays_identically(
     shared = zip(entries, episode, strict=False)
     unchanged = next((i for i, (kept, logged) in enumerate(shared) if kept is not logged), len(episode))
     for position, entry in enumerate(entries):
-        if position < unchanged and entry.tool != ASK_TOOL:
+        if position < unchanged and tool_kind(entry.tool) != "ask":
             continue
         again = run_logged(
             entry.tool,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from arena.tools import ToolKind, tool_kind
 from arena.types import ToolLogEntry
 from curation.conversion.facts import FactTable, Item, TaskFacts
 
@@ -40,6 +41,11 @@ class Step:
     def tool(self) -> str:
         """The called tool."""
         return self.entry.tool
+
+    @property
+    def kind(self) -> ToolKind | None:
+        """The called tool's kind (``arena.tools.tool_kind``; None: no tool set has it)."""
+        return tool_kind(self.entry.tool)
 
     @property
     def arguments(self) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from arena.phrasing import number_text
+from arena.tools import ToolKind
 from arena.types import Service
 from arena.world.shopper import SERVICE_WORDS
 from arena.world.shopper import words as shopper_words
@@ -35,6 +36,7 @@ TEMPLATE_VERSION = "template/1"
 MAX_LISTED = 4
 _COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 Choose = Callable[[Sequence[str]], str]
+Writer = Callable[[Step, Choose, random.Random], str]
 
 
 def _count(n: int) -> str:
@@ -354,23 +356,33 @@ def write_ask(step: Step, choose: Choose, rng: random.Random) -> str:
     return " ".join(clauses)
 
 
-def write_other(step: Step, choose: Choose, rng: random.Random) -> str:
-    """terminate, calculate_voucher, and any tool without a writer of its own."""
+def write_end(step: Step, choose: Choose, rng: random.Random) -> str:
+    """The end of the episode (``terminate``): its status."""
     del rng
-    if step.tool == "terminate":
-        return choose(P.TERMINATE).format(status=step.arguments.get("status", "success"))
-    if step.tool == "calculate_voucher":
-        return choose(P.VOUCHER_CALL).format(ids=", ".join(call_ids(step.arguments)))
+    return choose(P.TERMINATE).format(status=step.arguments.get("status", "success"))
+
+
+def write_compute(step: Step, choose: Choose, rng: random.Random) -> str:
+    """A computation over named products (``calculate_voucher``): the basket it prices."""
+    del rng
+    return choose(P.VOUCHER_CALL).format(ids=", ".join(call_ids(step.arguments)))
+
+
+def write_other(step: Step, choose: Choose, rng: random.Random) -> str:
+    """A call no tool set knows: its tool and arguments as sent."""
+    del rng
     arguments = json.dumps(step.arguments, ensure_ascii=False)
     return choose(P.OTHER_CALL).format(tool=step.tool, arguments=arguments)
 
 
-_WRITERS = {
-    "find_product": write_search,
-    "find_products_in_same_shop": write_search,
-    "view_product_information": write_view,
-    "recommend_product": write_recommend,
-    "ask_user": write_ask,
+# One writer per tool kind (``Tool.kind``): a new tool of a kind is written as its kind is.
+_WRITERS: dict[ToolKind | None, Writer] = {
+    "search": write_search,
+    "view": write_view,
+    "answer": write_recommend,
+    "ask": write_ask,
+    "compute": write_compute,
+    "end": write_end,
 }
 
 
@@ -379,7 +391,7 @@ def compose(step: Step, attempt: int = 0) -> str:
     rng = random.Random(step.seed * 31 + attempt)
 
     # ``choice`` draws exactly what ``bank[rng.randrange(len(bank))]`` did, with less in between.
-    return _WRITERS.get(step.tool, write_other)(step, rng.choice, rng)
+    return _WRITERS.get(step.kind, write_other)(step, rng.choice, rng)
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def unsupported(text: str, step: Step, products: ProductLookup) -> list[Unsuppor
                 problems.append(Unsupported("price", f"{claim.product_id} costs {claim.stated}"))
             elif claim.kind == "attribute" and (not claim.correct or not seen.values(claim.key)):
                 problems.append(Unsupported("attribute", f"{claim.product_id} {claim.key}={claim.stated}"))
-    if step.tool != "terminate" and not _names_request(text, facts):
+    if step.kind != "end" and not _names_request(text, facts):
         problems.append(Unsupported("no_request", text[:60]))
     return problems
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from arena.tools import tool_kind
 from arena.types import FunctionCall, Message, Product, Task, ToolCall, ToolLogEntry, Trajectory
 from arena.wording import tokens
-from curation.conversion.facts import ASK_TOOL, SEARCH_TOOLS, FactTable, Item, TaskFacts, call_text
+from curation.conversion.facts import FactTable, Item, TaskFacts, call_text
 from curation.conversion.step import RationaleWriter, Step, step_seed
 from curation.conversion.verify import unsupported
 from judging.axis import classify_steps
@@ -46,7 +47,7 @@ def item_for(
     ``words`` keeps each item's :func:`item_words` across one trace's steps (by the item object).
     """
     items = facts.task.items
-    if entry.tool not in SEARCH_TOOLS or not items:
+    if tool_kind(entry.tool) != "search" or not items:
         return None
     q = set(tokens(str(entry.arguments.get("q") or "")))
     searched = {s.item for s in facts.searches}
@@ -152,11 +153,12 @@ class TraceWriter:
         driven by its call's query words or ids, or by citing earlier results, and such a
         question has neither, however it is worded.
         """
-        calls = [index for index, entry in enumerate(self.kept) if entry.tool != "terminate"]
+        tools = [tool_kind(entry.tool) for entry in self.kept]
+        calls = [index for index, tool in enumerate(tools) if tool != "end"]
         kinds = [step.kind for step in classify_steps(built)]
-        first_search = next((i for i, e in enumerate(self.kept) if e.tool in SEARCH_TOOLS), len(self.kept))
+        first_search = next((i for i, tool in enumerate(tools) if tool == "search"), len(self.kept))
         return {
             index
             for index, kind in zip(calls, kinds, strict=False)
-            if kind != "driven" and not (self.kept[index].tool == ASK_TOOL and index < first_search)
+            if kind != "driven" and not (tools[index] == "ask" and index < first_search)
         }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from curation.config import CurationConfig
 from curation.stages.stage import AXIS_B, PASS, Gate, TraceContext, aside, drop
-from judging.types import Axis, Judgment
+from judging.types import ATTESTED, Axis, Judgment
 from storage.records import JudgedTrace
 
 
@@ -26,10 +26,15 @@ def effective_axis(judgment: Judgment, miner_axis: Axis | None) -> Axis:
     return judgment.axis
 
 
+def taken(axis: Axis, config: CurationConfig) -> bool:
+    """Whether the imitation sets take traces of this axis as they are (``A`` takes ``A-attested`` too)."""
+    return axis in config.axes or (axis == ATTESTED and "A" in config.axes)
+
+
 def converts(judgment: Judgment, config: CurationConfig, miner_axis: Axis | None = None) -> bool:
     """Whether the conversion stage rewrites this trace (its axis is to be converted, not taken as it is)."""
     axis = effective_axis(judgment, miner_axis)
-    return axis not in config.axes and axis in config.convert_axes
+    return not taken(axis, config) and axis in config.convert_axes
 
 
 def axis_route(trace: JudgedTrace, context: TraceContext) -> Gate:
@@ -40,6 +45,6 @@ def axis_route(trace: JudgedTrace, context: TraceContext) -> Gate:
     """
     judgment, config, miner_axis = trace.judgment, context.config, context.miner_axis
     axis = effective_axis(judgment, miner_axis)
-    if axis in config.axes or (context.converting and converts(judgment, config, miner_axis)):
+    if taken(axis, config) or (context.converting and converts(judgment, config, miner_axis)):
         return PASS
     return aside(AXIS_B) if axis == "B" else drop(f"axis_{axis}")

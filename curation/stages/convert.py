@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arena.arguments import split_product_ids
-from curation.chat import RECOMMEND, normalise
+from arena.tools import tool_kind
+from curation.chat import normalise
 from curation.config import CurationConfig
 from curation.conversion.convert import Converter, convert_judged, run_now
 from curation.conversion.pruning import prune, questions_scored
@@ -91,7 +92,7 @@ def prospective_keys(trace: JudgedTrace, config: ConversionConfig) -> Strategy:
     """
     entries = tuple(sorted(trace.tool_log, key=lambda e: e.seq))
     kept = prune(entries, keep_questions=questions_scored(trace.judgment)).kept if config.prune else entries
-    answers = [e.arguments.get("product_ids") for e in kept if e.tool == RECOMMEND]
+    answers = [e.arguments.get("product_ids") for e in kept if tool_kind(e.tool) == "answer"]
     ids, _ = split_product_ids(answers[-1] if answers else None)
     return strategy_of([(e.tool, dict(e.arguments)) for e in kept], ids)
 

@@ -583,6 +583,26 @@ def toolserver() -> Json:
             ),
             panel(
                 "timeseries",
+                "Inference gateway exchanges",
+                "Requests through the inference gateway per second, by result: ok, refused (the miner's "
+                "request), upstream_error (the miner's model), gateway_error (ours: never scores the miner).",
+                [
+                    target(
+                        f"sum by (result) (rate(arena_gateway_exchanges_total{{{V}}}[{RATE}]))",
+                        "{{result}}",
+                    )
+                ],
+                "reqps",
+            ),
+            panel(
+                "timeseries",
+                "Attested tool calls",
+                "Tool calls per second that matched a completion the gateway served (axis A-attested).",
+                [target(f"sum(rate(arena_attested_tool_calls_total{{{V}}}[{RATE}]))", "attested")],
+                "ops",
+            ),
+            panel(
+                "timeseries",
                 "Tool latency p50",
                 "Median time to execute one call, by tool.",
                 quantiles("arena_tool_call_duration_seconds", "tool", qs=(0.5,)),

@@ -128,6 +128,19 @@ class WeightRules(Frozen):
     reveal_period_epochs: int = 1  # epochs from a commit to its reveal
 
 
+class ChainCommitment(Frozen):
+    """A hotkey's commitment (the Commitments pallet) as the chain held it at block ``read_at``.
+
+    ``text`` is the committed bytes as the SDK reads them (utf-8, else ``0x`` hex); ``block`` is
+    where this version was published (each new commitment replaces the hotkey's last).
+    """
+
+    hotkey: str
+    text: str
+    block: int
+    read_at: int
+
+
 class Chain(Protocol):
     """The chain as the validator and miner use it; every call has a timeout.
 

@@ -34,6 +34,7 @@ from bittensor.intents import ServeAxon, SetWeights
 from neurons import metrics
 from neurons.chain.chaintypes import (
     ChainClock,
+    ChainCommitment,
     MetagraphSnapshot,
     OnChainWeights,
     Submission,
@@ -58,7 +59,7 @@ class BittensorChain:
     def __init__(
         self,
         substrate: bt.Substrate,
-        wallet: Wallet,
+        wallet: Wallet | None,
         netuid: int,
         *,
         network: str = "local",
@@ -69,13 +70,15 @@ class BittensorChain:
     ) -> None:
         """An SDK client over ``substrate``; with ``connect`` it connects at the first call (timed).
 
+        Without a wallet it only reads (``open_reader``): a call that signs raises ``ValueError``.
+
         ``network`` labels the client (explorer links); the substrate decides where calls go.
         """
         self._substrate = substrate
         self._client = bt.Client(network, substrate=substrate)
         self._wallet = wallet
         self._netuid = netuid
-        self._hotkey = hotkey_of(wallet)
+        self._hotkey = hotkey_of(wallet) if wallet is not None else ""
         self._read_timeout = read_timeout
         self._write_timeout = write_timeout
         self._connected = not connect
@@ -94,7 +97,13 @@ class BittensorChain:
 
     @property
     def wallet(self) -> Wallet:
-        """Our wallet, for signing requests."""
+        """Our wallet, for signing requests.
+
+        Raises:
+            ValueError: a reader's chain (``open_reader``) has no wallet.
+        """
+        if self._wallet is None:
+            raise ValueError("this chain client only reads: it was opened without a wallet")
         return self._wallet
 
     def _forget_nonce(self) -> None:
@@ -154,19 +163,78 @@ class BittensorChain:
         return await self._run("block", self._client.block, self._read_timeout)
 
     async def block_hash(self, block: int) -> str | None:
-        """The hash of ``block`` (``0x`` hex), or None while the chain has not produced it yet.
+        """The hash of ``block`` (``0x`` hex), or None while the block is not final yet.
 
-        The head is read first: a node (the local chain too) may answer a header for a future
-        number, and a world seed must never come from a block that does not exist yet.
+        The finalised head is read first: a block above it may still be reorganised away (two
+        validators would then seed different worlds from one round), and a node (the local chain
+        too) may answer a header for a number it has not produced at all.
         """
 
         async def read() -> str | None:
-            if block > await self._client.block():
+            if block > await self._client.finalized_block():
                 return None
             info = await self._client.block_info(block)
             return None if info is None or not info.hash else str(info.hash)
 
         return await self._run("block_hash", read, self._read_timeout)
+
+    async def commitment(self, hotkey: str, *, block: int | None = None) -> ChainCommitment | None:
+        """``hotkey``'s commitment on our subnet at ``block`` (default: the head); None: it has none.
+
+        A read at an old block needs a node that kept that block's state: the SDK retries a
+        pruned read on the network's archive endpoints.
+        """
+
+        async def read() -> ChainCommitment | None:
+            at = await self._client.at(block)
+            found = await at.identity.commitment(self._netuid, hotkey)
+            if found is None:
+                return None
+            text, published = str(found.data), int(found.block)
+            return ChainCommitment(hotkey=hotkey, text=text, block=published, read_at=at.block)
+
+        return await self._run("commitment", read, self._read_timeout)
+
+    async def set_commitment(self, text: str) -> Submission:
+        """Publish ``text`` (at most 128 utf-8 bytes, one ``Raw`` field) as our commitment on the subnet.
+
+        Signed by our hotkey (the pallet keys commitments by the signer); a refusal is returned.
+
+        Raises:
+            ValueError: ``text`` is longer than one field holds.
+            ChainUnavailable: the chain could not be reached; the outcome is unknown.
+        """
+        data = text.encode("utf-8")
+        if len(data) > 128:
+            raise ValueError(f"a commitment field holds 128 bytes, not {len(data)}")
+        # One Raw<N> field; the tuple level is the BoundedVec's, as the SCALE codec composes it.
+        call = bt.calls.Commitments.set_commitment(
+            netuid=self._netuid, info={"fields": [[{f"Raw{len(data)}": "0x" + data.hex()}]]}
+        )
+
+        async def submit() -> Submission:
+            return await _submitted(
+                self._client.submit_call(
+                    call,
+                    self.wallet,
+                    signer="hotkey",
+                    wait_for_inclusion=True,
+                    wait_for_finalization=self._finalize,
+                )
+            )
+
+        submission = await self._run("set_commitment", submit, self._write_timeout, signs=True)
+        level = logging.INFO if submission.success else logging.WARNING
+        logger.log(
+            level,
+            "set_commitment success=%s block=%s code=%s bytes=%d message=%s",
+            submission.success,
+            submission.block,
+            submission.code,
+            len(data),
+            submission.message,
+        )
+        return submission
 
     async def clock(self) -> ChainClock:
         """The head block's ``Timestamp.Now`` (milliseconds on chain, seconds here) and the block interval."""
@@ -241,7 +309,7 @@ class BittensorChain:
                     version_key=version_key,
                 )
                 result = await self._client.execute(
-                    intent, self._wallet, wait_for_inclusion=True, wait_for_finalization=self._finalize
+                    intent, self.wallet, wait_for_inclusion=True, wait_for_finalization=self._finalize
                 )
             except (bt.RpcConnectionError, bt.ConnectionNotReady):
                 raise
@@ -308,17 +376,8 @@ class BittensorChain:
             mine = graph.by_hotkey(self._hotkey) if graph is not None else None
             if graph is not None and mine is not None and mine.axon == served:
                 return Submission(success=True, message="already served", block=graph.block)
-            try:
-                result = await self._client.execute(
-                    ServeAxon(netuid=self._netuid, ip=str(address), port=port),
-                    self._wallet,
-                    wait_for_finalization=False,
-                )
-            except (bt.RpcConnectionError, bt.ConnectionNotReady):
-                raise
-            except bt.BittensorError as exc:
-                return Submission(success=False, message=str(exc), code=error_code(exc))
-            return submission_of(result)
+            intent = ServeAxon(netuid=self._netuid, ip=str(address), port=port)
+            return await _submitted(self._client.execute(intent, self.wallet, wait_for_finalization=False))
 
         submission = await self._run("serve", submit, self._write_timeout, signs=True)
         logger.info("serve endpoint=%s success=%s message=%s", served, submission.success, submission.message)
@@ -328,6 +387,20 @@ class BittensorChain:
         """Close the SDK connection."""
         if self._connected:
             await self._client.close()
+
+
+async def _submitted(send: Awaitable[bt.ExtrinsicResult]) -> Submission:
+    """A signed call's outcome: a refusal before signing (pre-flight, conform) is returned, not raised.
+
+    A transport failure propagates (``BittensorChain._run`` makes it ``ChainUnavailable``).
+    """
+    try:
+        result = await send
+    except (bt.RpcConnectionError, bt.ConnectionNotReady):
+        raise
+    except bt.BittensorError as exc:
+        return Submission(success=False, message=str(exc), code=error_code(exc))
+    return submission_of(result)
 
 
 def open_chain(
@@ -372,6 +445,32 @@ def open_chain(
         write_timeout=write_timeout,
         connect=False,
     )
+
+
+def open_reader(
+    network: str,
+    netuid: int,
+    *,
+    local_chain_path: Path | None = None,
+    read_timeout: float = 30.0,
+    clock: Callable[[], float] = time.time,
+) -> BittensorChain:
+    """A chain client that only reads (no wallet): for an auditor, who holds no key on the subnet.
+
+    Raises:
+        ValueError: unknown network name, or ``local`` without ``local_chain_path``.
+        LocalChainError: the local chain file is missing or holds another subnet.
+    """
+    if network != "local":
+        return BittensorChain(
+            rpc_substrate(network), None, netuid, network=network, read_timeout=read_timeout
+        )
+    if local_chain_path is None:
+        raise ValueError("--network local needs the local chain file (local_chain_path)")
+    local = LocalChain(local_chain_path, clock=clock)
+    if local.config.netuid != netuid:
+        raise LocalChainError(f"{local_chain_path} holds subnet {local.config.netuid}, not {netuid}")
+    return BittensorChain(LocalSdkSubstrate(local), None, netuid, read_timeout=read_timeout, connect=False)
 
 
 def rpc_substrate(network: str) -> bt.RpcSubstrate:

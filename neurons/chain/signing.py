@@ -1,4 +1,4 @@
-"""Signed HTTP between neurons (``bittensor.http_auth``, btauth/1): sign, verify, and the replay store."""
+"""Signed HTTP between neurons (``bittensor.http_auth``, btauth/1) and signed documents; the replay store."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bittensor import http_auth
+from bittensor.sp_core import verify as verify_signature
 
 from neurons.chain.chaintypes import Admission, AuthFailure, AuthReason
 from neurons.chain.noncestore import SqliteNonceStore
@@ -83,3 +84,21 @@ def verify_request(
     except http_auth.AuthError as exc:
         raise AuthFailure(_AUTH_REASONS.get(type(exc), "malformed"), str(exc)) from exc
     return caller.hotkey_ss58
+
+
+DOCUMENT_CONTEXT = b"arena.document/1\n"
+"""Prefixed to every document signature: such a signature never verifies as a request's (btauth/1)."""
+
+
+def sign_document(wallet: Wallet, payload: bytes) -> str:
+    """Our hotkey's sr25519 signature of a published document (``0x`` hex)."""
+    return "0x" + bytes(wallet.hotkey.sign(DOCUMENT_CONTEXT + payload)).hex()
+
+
+def verify_document(payload: bytes, signature: str, hotkey: str) -> bool:
+    """Whether ``signature`` (``0x`` hex) is ``hotkey``'s signature of the document ``payload``."""
+    try:
+        raw = bytes.fromhex(signature.removeprefix("0x"))
+        return bool(verify_signature(DOCUMENT_CONTEXT + payload, raw, hotkey))
+    except (ValueError, TypeError):
+        return False

@@ -52,6 +52,10 @@ class ArenaGroup(LazyGroup):
             "neurons.cli.curate:curate",
             "Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.",
         ),
+        "audit": LazyCommand(
+            "neurons.cli.audit:audit_command",
+            "Recompile a validator's revealed world round from the chain and re-judge what it published.",
+        ),
         "convert": LazyCommand(
             "neurons.cli.convert:convert_command",
             "Convert judged traces into agentic trajectories: a rationale per call, re-judged.",

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from neurons.cli.console import fail, note, warn
 from neurons.cli.eval_runs import JUDGE_FORMATS, Judge, compare, counting, print_summary, rejudge, with_judge
+from neurons.cli.flags import Flag, overrides, with_flags
 from neurons.cli.options import EvalJudgeFormat, EvalJudgeModel, EvalJudgeUrl
 from neurons.evaluation.settings import EvalSettings
 
@@ -29,7 +31,6 @@ app.command("rejudge")(rejudge)
 app.command("compare")(compare)
 
 API_KEY_ENV = "ARENA_LLM_API_KEY"
-DEFAULTS = EvalSettings()  # each option's default is the setting's, written once there
 DEFAULT_OUT = Path("eval-runs")
 
 
@@ -51,7 +52,24 @@ def _agent_options(pairs: list[str]) -> dict[str, Any]:
     return options
 
 
-@app.callback(invoke_without_command=True)
+# The settings with a flag; the others are built by the command (api_key from ARENA_LLM_API_KEY,
+# agent_options from --agent-option, judge_model from --judge-url and --judge-model).
+EVAL_FLAGS = (
+    Flag("agent"),
+    Flag("model_url"),
+    Flag("model"),
+    Flag("k", "--k"),
+    Flag("temperature"),
+    Flag("concurrency"),
+    Flag("seed"),
+    Flag("max_steps"),
+    Flag("max_tool_calls"),
+    Flag("task_timeout_s", "--task-timeout"),
+    Flag("toolset"),
+    Flag("retry_errors", "--retry-errors"),
+)
+
+
 def evaluate(
     ctx: typer.Context,
     index: Annotated[Path | None, typer.Option("--index", help="Search index directory.")] = None,
@@ -61,26 +79,11 @@ def evaluate(
     pool: Annotated[
         str, typer.Option("--pool", help="auto (never_touch when present, else all), all, or a pool name.")
     ] = "auto",
-    model_url: Annotated[
-        str | None, typer.Option("--model-url", help="OpenAI-compatible endpoint, e.g. http://host:8000/v1.")
-    ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model name the server expects.")] = None,
-    k: Annotated[int, typer.Option("--k", min=1, max=1000, help="Samples per task.")] = DEFAULTS.k,
-    temperature: Annotated[
-        float | None,
-        typer.Option("--temperature", min=0.0, help="Sampling temperature (default 0 for k=1, else 0.7)."),
-    ] = None,
-    concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, max=1024, help="Samples run at once.")
-    ] = DEFAULTS.concurrency,
     out: Annotated[
         Path | None,
         typer.Option("--out", help="Run directory (default eval-runs/<model>); reruns resume it."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    agent: Annotated[
-        str, typer.Option("--agent", help="llm (default), scripted, or package.module:function.")
-    ] = DEFAULTS.agent,
     agent_option: Annotated[
         list[str] | None,
         typer.Option("--agent-option", help="KEY=VALUE option for the agent (JSON values); repeatable."),
@@ -92,26 +95,10 @@ def evaluate(
         Path | None,
         typer.Option("--train-manifest", help="Training export's manifest.json (or its directory)."),
     ] = None,
-    max_steps: Annotated[
-        int, typer.Option("--max-steps", min=1, max=200, help="Model turns per sample.")
-    ] = DEFAULTS.max_steps,
-    max_tool_calls: Annotated[
-        int, typer.Option("--max-tool-calls", min=1, max=1000, help="Tool calls per sample.")
-    ] = DEFAULTS.max_tool_calls,
-    task_timeout: Annotated[
-        float, typer.Option("--task-timeout", min=1.0, max=3600.0, help="Seconds per sample.")
-    ] = DEFAULTS.task_timeout_s,
     limit: Annotated[
         int | None, typer.Option("--limit", min=1, help="Evaluate at most N tasks (seeded subset).")
     ] = None,
-    seed: Annotated[
-        int, typer.Option("--seed", help="Base seed: sampling seeds, task subset, bootstrap.")
-    ] = DEFAULTS.seed,
     resamples: Annotated[int, typer.Option("--resamples", min=100, help="Bootstrap resamples.")] = 10_000,
-    toolset: Annotated[str, typer.Option("--toolset", help="Tool set (sb-1 or arena-2).")] = DEFAULTS.toolset,
-    retry_errors: Annotated[
-        bool, typer.Option("--retry-errors", help="Re-run samples that ended in a model error.")
-    ] = DEFAULTS.retry_errors,
     db: Annotated[
         str | None,
         typer.Option(
@@ -129,6 +116,7 @@ def evaluate(
             help="World pack directory (arena world compile over --index): tools over the world, its tasks.",
         ),
     ] = None,
+    **given: Any,
 ) -> None:
     """Evaluate a model: k samples per held-out task, judged as the validator judges, with intervals.
 
@@ -155,7 +143,15 @@ def evaluate(
         fail("--index and --tasks are required, or --index and --world (see arena eval --help)")
     if tasks and world is not None:
         fail("--world brings its own tasks: give --tasks or --world, not both")
-    if agent == "llm" and not (model_url and model):
+    settings = _settings(
+        overrides(given, EVAL_FLAGS)
+        | {
+            "api_key": os.environ.get(API_KEY_ENV, "none"),
+            "agent_options": _agent_options(agent_option or []),
+            "judge_model": (judge_model or "judge") if judge_url else None,
+        }
+    )
+    if settings.agent == "llm" and not (settings.model_url and settings.model):
         fail("the llm agent needs --model-url and --model")
     if judge_format not in JUDGE_FORMATS:
         fail(f"unknown --judge-format {judge_format!r}: expected one of {', '.join(JUDGE_FORMATS)}")
@@ -166,7 +162,7 @@ def evaluate(
         else:
             loaded, report = load_task_files(tasks or [])
         manifest = read_train_manifest(train_manifest) if train_manifest is not None else None
-        selection = select_tasks(loaded, pool=pool, manifest=manifest, limit=limit, seed=seed)
+        selection = select_tasks(loaded, pool=pool, manifest=manifest, limit=limit, seed=settings.seed)
     except SelectionError as exc:
         fail(str(exc))
     selection.bad_rows = report.bad
@@ -174,34 +170,29 @@ def evaluate(
         warn(warning)
     if manifest is not None:
         note(f"refused {selection.dropped_leak} tasks whose leak cluster is in {manifest.path}")
-    chosen_temperature = temperature if temperature is not None else (0.0 if k == 1 else 0.7)
     _run(
         index,
         selection,
-        out or DEFAULT_OUT / _slug(model or agent),
-        settings_args={
-            "agent": agent,
-            "model": model,
-            "model_url": model_url,
-            "api_key": os.environ.get(API_KEY_ENV, "none"),
-            "agent_options": _agent_options(agent_option or []),
-            "k": k,
-            "temperature": chosen_temperature,
-            "seed": seed,
-            "concurrency": concurrency,
-            "max_steps": max_steps,
-            "max_tool_calls": max_tool_calls,
-            "task_timeout_s": task_timeout,
-            "toolset": toolset,
-            "judge_model": (judge_model or "judge") if judge_url else None,
-            "retry_errors": retry_errors,
-        },
+        out or DEFAULT_OUT / _slug(settings.model or settings.agent),
+        settings=settings,
         judge=(judge_url, judge_model, judge_format),
         resamples=resamples,
         as_json=as_json,
         db=(db, upgrade_db),
         pack=(pack, world) if pack is not None and world is not None else None,
     )
+
+
+def _settings(values: dict[str, Any]) -> EvalSettings:
+    """The run's settings from the flags given (exit 2 with pydantic's list of what is wrong)."""
+    try:
+        return EvalSettings(**values)
+    except ValidationError as exc:
+        fail(f"invalid eval settings:\n{exc}")
+
+
+with_flags(evaluate, EvalSettings, EVAL_FLAGS)
+app.callback(invoke_without_command=True)(evaluate)
 
 
 def _world_tasks(pack_dir: Path) -> tuple[WorldPack, list[Task], TaskLoadReport]:
@@ -222,7 +213,7 @@ def _run(
     selection: Any,
     run_dir: Path,
     *,
-    settings_args: dict[str, Any],
+    settings: EvalSettings,
     judge: Judge,
     resamples: int,
     as_json: bool,
@@ -235,10 +226,9 @@ def _run(
     from neurons.evaluation.outputs import write_results
     from neurons.evaluation.records import SAMPLES_FILE, SampleSummary, read_records
     from neurons.evaluation.runner import ModelUnavailable, run_evaluation
-    from neurons.evaluation.settings import EvalSettings, RunMismatch, prepare_run_dir, settings_summary
+    from neurons.evaluation.settings import RunMismatch, prepare_run_dir, settings_summary
     from neurons.miner.agents.contract import AgentError
 
-    settings = EvalSettings(**settings_args)
     if settings.toolset not in TOOLSETS:
         fail(f"unknown toolset {settings.toolset!r}: expected one of {', '.join(TOOLSETS)}")
     try:

@@ -1,10 +1,11 @@
 """Command-line flags made from settings fields: each flag's type, help and variable come from its field.
 
-``arena validator`` and ``arena miner`` offer a flag for some of their settings. Instead of
+``arena validator``, ``arena miner`` and ``arena eval`` offer a flag for some of their settings. Instead of
 writing each flag again (a type, a help text, a default: a copy that drifts from the field), a
 command lists the fields it offers (each a ``Flag``) and ``with_flags`` adds one option per field
 to its signature: default None, so an absent flag leaves the ``ARENA_*`` variable (or the
-field's own default) in force; help from the field's description, its variable and its default.
+field's own default) in force; help from the field's description, its variable (settings read
+from the environment) and its default.
 The command receives them as ``**given`` and passes ``overrides(given, flags)`` to the settings.
 """
 
@@ -20,6 +21,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 import typer
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings
 
 Command = TypeVar("Command", bound=Callable[..., None])
 _PLAIN = (bool, int, float, Path)  # kept as the flag's type; anything else is read as a string
@@ -104,18 +106,20 @@ def settings_variables(settings: type[BaseModel]) -> list[str]:
 
 
 def flag_help(settings: type[BaseModel], flag: Flag) -> str:
-    """The help of ``flag``: its field's description, then its variable and default (or "required")."""
+    """The help of ``flag``: its description, then its variable (if any) and default (or "required")."""
     field = field_of(settings, flag.path)
-    where = f"Env {env_name(settings, flag.path)}"
+    # Settings read from the environment name their variable; plain ones (``arena eval``'s) do not.
+    where = [f"Env {env_name(settings, flag.path)}"] if issubclass(settings, BaseSettings) else []
     if field.is_required():
-        where += ", required"
-    else:
+        where.append("required")
+    elif not field.default_factory_takes_validated_data:  # a default made from other fields says so itself
         default = field.get_default(call_default_factory=True)
         if isinstance(default, tuple):  # a comma-separated list on the command line
             default = ",".join(str(item) for item in default) or "none"
         if default is not None:
-            where += f", default {str(default).lower() if isinstance(default, bool) else default}"
-    return f"{field.description or ''} {where}.".strip()
+            where.append(f"default {str(default).lower() if isinstance(default, bool) else default}")
+    said = ", ".join(where)
+    return f"{field.description or ''} {said[:1].upper() + said[1:]}{'.' if said else ''}".strip()
 
 
 def flag_type(field: FieldInfo) -> type:

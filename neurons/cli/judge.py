@@ -12,12 +12,12 @@ from pydantic import ValidationError
 
 from arena.errors import ArenaError
 from arena.index import SearchIndex, open_index
+from arena.oro_steps import load_trajectory
 from arena.shoppingbench import task_from_row
 from arena.tools import DEFAULT_TOOLSET, ToolContext
 from arena.types import Intent, Task, ToolLogEntry, Trajectory
 from arena.world.pack import load_pack
 from arena.world.types import WorldPack
-from judging.convert import load_trajectory
 from judging.judge import JudgeConfig, judge, judgment_summary
 from judging.reasoning import OpenAICompleter
 from judging.replay import replay_log

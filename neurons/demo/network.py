@@ -23,8 +23,9 @@ import httpx
 from arena.catalog import write_products
 from arena.index import build_index
 from arena.synth import iter_synth_products
+from arena.world.seed import world_round_at
 from neurons.chain.local.records import CommitRecord
-from neurons.chain.local.state import create_local_chain, read_commits
+from neurons.chain.local.state import LocalChain, create_local_chain, read_commits
 from neurons.chain.wallets import create_wallet, hotkey_of, register_wallet
 from neurons.errors import NeuronError
 
@@ -149,6 +150,23 @@ def wait_for_reveals(chain: Path, *, timeout: float) -> CommitRecord | None:
         if time.monotonic() > deadline:
             raise DemoError(f"a weight commit on {chain} is still sealed after {timeout:g} s")
         time.sleep(0.5)
+
+
+def wait_for_next_world(chain: Path, *, period: int, delay: int, timeout: float) -> int:
+    """Wait until the local chain makes the next world's seed block; that world's index.
+
+    Raises:
+        DemoError: no new world within ``timeout`` seconds.
+    """
+    local = LocalChain(chain)
+    at = world_round_at(local.block(), period=period, delay=delay)
+    target = 0 if at is None else at.index + 1
+    deadline = time.monotonic() + timeout
+    while (now := world_round_at(local.block(), period=period, delay=delay)) is None or now.index < target:
+        if time.monotonic() > deadline:
+            raise DemoError(f"the local chain {chain} made no new world within {timeout:g} s")
+        time.sleep(0.25)
+    return now.index
 
 
 def prepare_catalog(layout: Layout, *, products: int, seed: int, catalog: Path | None = None) -> int:

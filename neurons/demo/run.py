@@ -37,6 +37,7 @@ from neurons.demo.network import (
     create_chain,
     free_port,
     prepare_catalog,
+    wait_for_next_world,
     wait_for_reveals,
 )
 from neurons.demo.summary import (
@@ -136,7 +137,8 @@ def start_miners(layout: Layout, processes: Processes, plans: list[MinerPlan]) -
 
 
 # Blocks per world on the demo's chain (one block a second): rounds minutes apart get a new world each.
-WORLD_PERIOD = 10
+WORLD_PERIOD, WORLD_DELAY = 10, 2
+WORLD_WAIT_S = 60.0  # for the next world after the validator first commits its round secret
 
 
 def validator_env(layout: Layout, config: DemoConfig) -> dict[str, str]:
@@ -154,7 +156,10 @@ def validator_env(layout: Layout, config: DemoConfig) -> dict[str, str]:
         "WEIGHTS_MIN_BLOCKS": 1,
         "WORLD__ENABLED": config.worlds,
         "WORLD__PERIOD_BLOCKS": WORLD_PERIOD,
-        "WORLD__DELAY_BLOCKS": 2,
+        "WORLD__DELAY_BLOCKS": WORLD_DELAY,
+        # The embedded model listens on loopback: the inference gateway may forward there (the
+        # LLM miners' calls are then attested, axis A-attested); elsewhere it is refused.
+        "GATEWAY__UPSTREAM_NETWORKS": json.dumps(["127.0.0.0/8"]),
         "LOG_LEVEL": "INFO",
         # Derived from the seed: the same seed and catalog give the same tasks in the same rounds.
         "TOKEN_SECRET": hashlib.sha256(f"arena-demo/{config.seed}".encode()).hexdigest(),
@@ -286,6 +291,13 @@ def run_demo(config: DemoConfig, say: Say) -> DemoResult:
             say(f"round {number}/{config.rounds}: validator running")
             _check_alive(miner_processes)
             report = run_validator_round(layout, processes, config, number=number, port=port, judge=judge)
+            # A first start: the validator's round secret goes on chain now, and serves the next world.
+            if report["round"].get("result") == "no_commitment":
+                say(f"round {number}/{config.rounds}: round secret committed; waiting for the next world")
+                wait_for_next_world(
+                    layout.chain, period=WORLD_PERIOD, delay=WORLD_DELAY, timeout=WORLD_WAIT_S
+                )
+                report = run_validator_round(layout, processes, config, number=number, port=port, judge=judge)
             seconds["rounds"].append(round(time.monotonic() - mark, 2))
             say(_round_line(number, config.rounds, report, seconds["rounds"][-1]))
             if report["round"].get("world") is not None:

@@ -96,11 +96,12 @@ class SampleAgents:
 def in_process_caller(registry: EpisodeRegistry, token: str, ctx: ToolContext) -> ToolCaller:
     """A ToolCaller that runs each call through the registry (budgets, tool log) in a worker thread."""
 
-    async def call(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def call(
+        name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
+        sent: str | dict[str, Any] = raw if raw is not None else arguments  # as the HTTP client sends it
         try:
-            entry = await asyncio.to_thread(
-                registry.call_tool, token, name, arguments, call_id=call_id, ctx=ctx
-            )
+            entry = await asyncio.to_thread(registry.call_tool, token, name, sent, call_id=call_id, ctx=ctx)
         except EpisodeError as exc:  # budget spent or episode closed: data for the agent, as over HTTP
             return ToolResult(content=f"tool server refused the call: {exc}", error=True)
         return ToolResult(content=entry.result, error=entry.status == "error")

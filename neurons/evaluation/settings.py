@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from arena.tasks import save_tasks
 from arena.tools import DEFAULT_TOOLSET
@@ -26,25 +27,47 @@ class RunMismatch(NeuronError):
     """The run directory holds samples made with other settings; resuming would mix them."""
 
 
-@dataclass(frozen=True)
-class EvalSettings:
-    """What an evaluation run does; the fields in :meth:`fingerprint` must match to resume a run."""
+def _sampling_temperature(k: int) -> float:
+    """Greedy for one sample per task; else 0.7, since k samples at temperature 0 are one sample k times."""
+    return 0.0 if k == 1 else 0.7
 
-    agent: str = "llm"
-    model: str | None = None
-    model_url: str | None = None
-    api_key: str = "none"
-    agent_options: dict[str, Any] = field(default_factory=dict)
-    k: int = 8
-    temperature: float = 0.0
-    seed: int = 0
-    concurrency: int = 4
-    max_steps: int = 20
-    max_tool_calls: int = 30
-    task_timeout_s: float = 180.0
-    toolset: str = DEFAULT_TOOLSET
-    judge_model: str | None = None
-    retry_errors: bool = False
+
+class EvalSettings(BaseModel):
+    """What an evaluation run does; the fields in :meth:`fingerprint` must match to resume a run.
+
+    Each field's description is also the help of its ``arena eval`` flag (``neurons/cli/evaluate.py``
+    offers them through ``neurons/cli/flags.py``), so a knob's default, bounds and help live here only.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str = Field(default="llm", description="llm, scripted, or package.module:function.")
+    model: str | None = Field(default=None, description="Model name the server expects.")
+    model_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint, e.g. http://host:8000/v1."
+    )
+    api_key: str = Field(default="none", description="The endpoint's API key (ARENA_LLM_API_KEY).")
+    agent_options: dict[str, Any] = Field(
+        default_factory=dict, description="Options for the agent (--agent-option KEY=VALUE)."
+    )
+    k: int = Field(default=8, ge=1, le=1000, description="Samples per task.")
+    temperature: float = Field(
+        default_factory=lambda fields: _sampling_temperature(fields["k"]),
+        ge=0.0,
+        description="Sampling temperature (default 0 for k=1, else 0.7).",
+    )
+    seed: int = Field(default=0, description="Base seed: sampling seeds, task subset, bootstrap.")
+    concurrency: int = Field(default=4, ge=1, le=1024, description="Samples run at once.")
+    max_steps: int = Field(default=20, ge=1, le=200, description="Model turns per sample.")
+    max_tool_calls: int = Field(default=30, ge=1, le=1000, description="Tool calls per sample.")
+    task_timeout_s: float = Field(default=180.0, ge=1.0, le=3600.0, description="Seconds per sample.")
+    toolset: str = Field(
+        default=DEFAULT_TOOLSET, description="Tool set offered to the agent (sb-1, arena-2 or arena-3)."
+    )
+    judge_model: str | None = Field(
+        default=None, description="The reasoning judge's model (None: no reasoning judge)."
+    )
+    retry_errors: bool = Field(default=False, description="Re-run samples that ended in a model error.")
 
     def fingerprint(self, catalog_version: str | None) -> dict[str, Any]:
         """The settings a sample's outcome depends on (not k, concurrency, URLs or keys)."""
@@ -113,6 +136,6 @@ def prepare_run_dir(
 
 def settings_summary(settings: EvalSettings) -> dict[str, Any]:
     """The settings as JSON for results.json (the API key left out)."""
-    body = asdict(settings)
+    body = settings.model_dump()
     body.pop("api_key", None)
     return body

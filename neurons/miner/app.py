@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
+from arena.gateway import INFERENCE_PREFIX
 from arena.httpguard import bounded_headers, wrong_content_type
 from arena.jsondepth import json_depth
 from arena.jsonkeys import duplicate_key
@@ -39,7 +40,7 @@ from neurons import metrics
 from neurons.chain.chaintypes import AuthFailure, AuthReason, MetagraphSnapshot, validator_admission
 from neurons.chain.signing import NonceStore, sign_request, verify_request
 from neurons.chain.wallets import Wallet, hotkey_of
-from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest
+from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, GatewayAccess
 from neurons.miner.metagraph import MetagraphCache, MetagraphUnusable
 from neurons.miner.settings import MinerAppConfig
 from neurons.miner.tool_client import EpisodeTools
@@ -283,6 +284,7 @@ async def _run_agent(miner: _Miner, task: TaskRequest, seconds: float, *, deadli
         tools=task.tools,
         max_steps=min(miner.config.max_steps, task.budgets.max_tool_calls),
         deadline_s=seconds,
+        gateway=GatewayAccess(base_url=f"{task.tool_server_url}{INFERENCE_PREFIX}", token=task.episode_token),
     )
     try:
         # The agent is asked to stop by deadline_s; this is the backstop for one that does not.

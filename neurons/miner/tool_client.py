@@ -59,8 +59,14 @@ class EpisodeTools:
         self._clock = clock
         self.calls = 0
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        """Run one tool call on the validator's tool server; failures come back as error results."""
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
+        """Run one tool call on the validator's tool server; failures come back as error results.
+
+        ``raw`` (the model's own JSON text of ``arguments``) is sent as it is, byte for byte, so
+        the validator can attest the call; without it ``arguments`` is serialised here.
+        """
         if self.calls >= self._max_calls:
             return ToolResult(content=f"tool call budget exhausted ({self._max_calls} calls)", error=True)
         remaining = self._deadline - self._clock()
@@ -68,8 +74,8 @@ class EpisodeTools:
             return ToolResult(content="episode deadline passed; no more tool calls", error=True)
         self.calls += 1
         try:
-            body = json.dumps(arguments, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError) as exc:
+            body = (raw if raw is not None else json.dumps(arguments, ensure_ascii=False)).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # a lone surrogate in raw is a UnicodeEncodeError
             return ToolResult(content=f"arguments are not JSON-serialisable: {exc}", error=True)
         url = f"{self._base_url}/v1/tools/{quote(name, safe='')}"
         headers = {

@@ -1,9 +1,11 @@
 """The validator's HTTP app (``create_validator_app``): the tool server for miners' agents, /health, /metrics.
 
 One FastAPI app in the validator's single process: the tool routes of ``arena.toolserver``
-mounted on the episode registry the rounds open episodes in, a health document, and the
-Prometheus exposition. Tool calls are counted as they are logged (``MeteredToolLog``) and
-tool-server requests by status code (a plain ASGI wrapper).
+mounted on the episode registry the rounds open episodes in, the inference gateway's route
+(``arena.gateway``) on the same registry, a health document, and the Prometheus exposition.
+Tool calls are counted as they are logged (``MeteredToolLog``), gateway exchanges and attested
+calls likewise (``MeteredInferenceLog``), and tool-server requests by status code (a plain ASGI
+wrapper).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fastapi import FastAPI, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from arena.episode import InMemoryToolLog
+from arena.inference import InferenceExchange, InferenceLog
 from arena.tools import TOOLSETS
 from arena.toolserver import add_error_handlers, include_tool_router
 from arena.types import ToolLogEntry
@@ -47,6 +50,22 @@ class MeteredToolLog(InMemoryToolLog):
         metrics.TOOL_CALLS.labels(tool, entry.status).inc()
         seconds = (entry.finished_at - entry.started_at).total_seconds()
         metrics.TOOL_CALL_DURATION.labels(tool).observe(max(0.0, seconds))
+
+
+class MeteredInferenceLog(InferenceLog):
+    """The inference gateway's record (in memory), counting exchanges by outcome and attested calls."""
+
+    def append(self, exchange: InferenceExchange) -> None:
+        """Record one exchange and count it."""
+        super().append(exchange)
+        metrics.GATEWAY_EXCHANGES.labels(exchange.outcome).inc()
+
+    def attest(self, episode_id: str, name: str, arguments: str) -> bool:
+        """Attest one received call (``InferenceLog.attest``), counting it when it is."""
+        attested = super().attest(episode_id, name, arguments)
+        if attested:
+            metrics.ATTESTED_CALLS.inc()
+        return attested
 
 
 def _counted_tool_requests(app: ASGIApp) -> ASGIApp:
@@ -81,6 +100,7 @@ def create_validator_app(
     *,
     tool_router: Any,
     health: Callable[[], dict[str, Any]],
+    gateway_router: Any = None,
     on_startup: Callable[[], Awaitable[None]] | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
 ) -> FastAPI:
@@ -89,6 +109,8 @@ def create_validator_app(
     Args:
         tool_router: ``arena.toolserver.create_tool_router(registry, ctx)`` over the rounds' registry.
         health: returns the ``/health`` document.
+        gateway_router: ``arena.gateway.Gateway(...).router()`` over the same registry, or None
+            (the inference gateway off).
         on_startup: awaited in the lifespan before serving (starts the scheduler).
         on_shutdown: awaited when the app stops (stops the scheduler, closes clients).
     """
@@ -109,6 +131,8 @@ def create_validator_app(
     )
     add_error_handlers(app)
     include_tool_router(app, tool_router)
+    if gateway_router is not None:
+        app.include_router(gateway_router)
 
     app.add_middleware(_counted_tool_requests)
 
@@ -124,4 +148,4 @@ def create_validator_app(
     return app
 
 
-__all__ = ["MeteredToolLog", "create_validator_app"]
+__all__ = ["MeteredInferenceLog", "MeteredToolLog", "create_validator_app"]

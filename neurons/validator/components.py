@@ -9,6 +9,7 @@ funnel, or none). Running them is ``neurons.validator.process``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import EpisodeRegistry, EpisodeTokens
 from arena.errors import SearchIndexError
+from arena.gateway import Gateway
 from arena.index import SearchIndex, open_index
 from curation.conversion.convert import Converter
 from curation.export import curate_and_export
@@ -31,15 +33,18 @@ from judging.judge import JudgeConfig
 from judging.reasoning import OpenAICompleter
 from judging.world import world_lookup
 from neurons import metrics
+from neurons.audit.publication import publisher_for
 from neurons.chain.chaintypes import MetagraphSnapshot
 from neurons.chain.client import BittensorChain, open_neuron_chain
+from neurons.chain.signing import sign_document
 from neurons.errors import ChainUnavailable
 from neurons.protocol import PROTOCOL_VERSION
-from neurons.validator.app import MeteredToolLog
+from neurons.validator.app import MeteredInferenceLog, MeteredToolLog
 from neurons.validator.endpoints import EndpointPolicy, endpoint_policy, screen_endpoints
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import (
     RoundDeps,
+    RoundResult,
     RoundSummary,
     next_round_id,
     recover_round,
@@ -56,7 +61,7 @@ from neurons.validator.startup import (
 )
 from neurons.validator.taskpool import ReplenishReport, replenish
 from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weights_pass
-from neurons.validator.worlds import RoundWorld, round_world
+from neurons.validator.worlds import RoundWorld, WorldKeys, WorldSkip, round_world
 from storage import repository
 from storage.db import in_session, make_sessionmaker
 from storage.paths import record_paths
@@ -114,6 +119,7 @@ class Validator:
     secret: bytes
     exporter: Exporter | None = None
     judge_pool: ThreadPoolExecutor | None = None  # the judge's code runs here, off the event loop
+    gateway: Gateway | None = None  # the inference gateway on the registry (None: off)
     snapshot: MetagraphSnapshot | None = None
     last_round: RoundSummary | None = None
     last_weights: WeightsOutcome | None = None
@@ -138,8 +144,7 @@ class Validator:
             judge_config=JudgeConfig(
                 toolset=s.toolset,
                 max_turns=s.round.max_turns,
-                judge_retries=s.judge.retries,
-                judge_timeout_s=s.judge.timeout,
+                calls=s.judge.calls,
                 catalog_version=self.index.catalog_version,
             ),
             draw_secret=derive(self.secret, "rounds"),
@@ -191,8 +196,11 @@ class Validator:
             return self.last_round
         snapshot = screen_endpoints(await self.sync_metagraph(), self.endpoint_policy())
         world = await self.round_world(snapshot.block)
-        if self.settings.world.enabled and world is None:
-            self.last_round = RoundSummary(round_id=None, result="no_world")
+        if world is not None:
+            await self.publish_rounds()
+        if isinstance(world, WorldSkip):
+            result: RoundResult = "no_world" if world.reason == "unseeded" else "no_commitment"
+            self.last_round = RoundSummary(round_id=None, result=result)
             return self.last_round
         async with self.tasks_lock:
             round_id = await asyncio.to_thread(in_session, self.sessions, _recover_and_next)
@@ -202,17 +210,17 @@ class Validator:
         self.last_round = summary
         return summary
 
-    async def round_world(self, block: int) -> RoundWorld | None:
-        """The world of the round at ``block`` (compiled or loaded once per world); None: world rounds off.
+    async def round_world(self, block: int) -> RoundWorld | WorldSkip | None:
+        """Our world of the round at ``block`` (compiled or loaded once per world); None: world rounds off.
 
         Raises:
-            ChainUnavailable: the seed block's hash could not be read.
+            ChainUnavailable: the seed block's hash or our commitment could not be read.
             WorldError: the world could not be compiled or cached.
         """
         s = self.settings
         if not s.world.enabled:
             return None
-        self.world = await round_world(
+        world = await round_world(
             self.chain,
             self.index,
             s.world,
@@ -220,9 +228,27 @@ class Validator:
             block=block,
             toolset=s.toolset,
             cache=s.world_cache_path(),
+            keys=WorldKeys(
+                secrets=derive(self.secret, "round-secrets"), seal=derive(self.secret, "world-cache")
+            ),
             current=self.world,
         )
-        return self.world
+        if isinstance(world, RoundWorld):
+            self.world = world
+        return world
+
+    async def publish_rounds(self) -> list[int]:
+        """Publish our world rounds whose secret is revealed on chain (``neurons.audit.publication``).
+
+        A chain or disk that fails here is logged: the next round publishes what is due.
+        """
+        sign = functools.partial(sign_document, self.chain.wallet)
+        publisher = publisher_for(self.settings, self.hotkey, derive(self.secret, "round-secrets"), sign)
+        try:
+            return await publisher.publish_due(self.chain, self.sessions)
+        except (ChainUnavailable, OSError) as exc:
+            logger.warning("round_publication_failed error=%s", exc)
+            return []
 
     async def warn_weight_limit(self) -> str | None:
         """Warn (at start-up) when the subnet's MaxWeightsLimit bends the weights policy; the warning.
@@ -315,6 +341,8 @@ class Validator:
     async def aclose(self) -> None:
         """Close the clients, the chain, the index and the engine."""
         await self.client.aclose()
+        if self.gateway is not None:
+            await self.gateway.aclose()
         if self.completer is not None:
             await self.completer.aclose()
         await self.chain.close()
@@ -363,7 +391,14 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         else None
     )
     # Tokens outlive the episode budget by a little: long enough for a clear "budget spent".
-    registry = EpisodeRegistry(EpisodeTokens(derive(secret, "tokens")), MeteredToolLog(), token_grace_s=60.0)
+    registry = EpisodeRegistry(
+        EpisodeTokens(derive(secret, "tokens")),
+        MeteredToolLog(),
+        token_grace_s=60.0,
+        inference=MeteredInferenceLog(),
+    )
+    gateway = settings.gateway
+    gateway_on = Gateway(registry, gateway.policy(), gateway.limits()) if gateway.enabled else None
     return Validator(
         settings=settings,
         chain=chain,
@@ -376,4 +411,5 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
         secret=secret,
         exporter=exporter,
         judge_pool=ThreadPoolExecutor(max_workers=settings.judge.workers, thread_name_prefix="arena-judge"),
+        gateway=gateway_on,
     )

@@ -11,6 +11,10 @@ A reply refusing us in our own name, or saying the miner cannot read the chain, 
 (``Held``), not judged, and the round decides whose fault it is (the rule is in
 ``neurons.validator.rounds``' docstring).
 
+A miner never sees a task's own id (a content hash over its gold): each request names the task by
+an opaque id of its episode (``opaque_task_id``), and the reply's trajectory is judged and stored
+under the task's own id (``readdressed``).
+
 In a world round (``world`` given) each episode's tools run over the world's overlay, the judge
 reads the world's products (its prices, its listings), and the stored episode names the pack.
 """
@@ -18,9 +22,11 @@ reads the world's products (its prices, its listings), and the stored episode na
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -31,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import Budgets, EpisodeRegistry
 from arena.errors import EpisodeError
+from arena.inference import InferenceExchange
 from arena.tools import tool_schemas
 from arena.types import Task, ToolLogEntry, Trajectory
 from judging.duplicates import work_hash
@@ -102,6 +109,7 @@ class Held:
     started: datetime
     finished: datetime
     log: Sequence[ToolLogEntry]
+    inference: Sequence[InferenceExchange] = ()
 
 
 def refusal_quorum(miners: int) -> int:
@@ -177,9 +185,10 @@ class Episodes:
                 metrics.EPISODES.labels("not_sent").inc()
                 return None
             started = datetime.now(UTC)
+            wire_task_id = opaque_task_id()
             try:
                 episode_id, token = self.deps.registry.open_episode(
-                    task.task_id,
+                    wire_task_id,
                     miner.hotkey,
                     self.budgets,
                     context=self.world.context if self.world is not None else None,
@@ -192,7 +201,8 @@ class Episodes:
                 metrics.EPISODES.labels("not_sent").inc()
                 return None
             try:
-                reply = await self.deps.client.query(miner, self._request(task, episode_id, token, started))
+                request = self._request(task, wire_task_id, episode_id, token, started)
+                reply = readdressed(await self.deps.client.query(miner, request), task)
             except DeadlinePassed:
                 logger.warning("episode_not_sent round=%d uid=%d reason=overload", self.round_id, miner.uid)
                 metrics.EPISODES.labels("not_sent").inc()
@@ -201,16 +211,19 @@ class Episodes:
                 self.deps.registry.close_episode(episode_id)
         finished = datetime.now(UTC)
         log = self.deps.registry.log(episode_id)
+        inference = self.deps.registry.inference_log(episode_id)
         self.admitted = self.admitted or reply.status_code == 200
         if reply.cause in HELD_CAUSES:
             await self._claimed(miner, reply)
-            return Held(miner, task, reply, episode_id, started, finished, log)
-        return await self._finish(miner, task, reply, episode_id, started, finished, log)
+            return Held(miner, task, reply, episode_id, started, finished, log, inference)
+        return await self._finish(miner, task, reply, episode_id, started, finished, log, inference)
 
     async def settle(self, held: Held) -> Judgment:
         """Judge and store a held reply as the claimant's own fault (the round was not stopped)."""
         h = held
-        return await self._finish(h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log)
+        return await self._finish(
+            h.miner, h.task, h.reply, h.episode_id, h.started, h.finished, h.log, h.inference
+        )
 
     async def _finish(
         self,
@@ -221,6 +234,7 @@ class Episodes:
         started: datetime,
         finished: datetime,
         log: Sequence[ToolLogEntry],
+        inference: Sequence[InferenceExchange] = (),
     ) -> Judgment:
         judgment = await self._judge(task, reply, episode_id, log)
         # Only work that earns credit claims a share of it: a copy that is zero anyway claims none.
@@ -249,7 +263,7 @@ class Episodes:
             world_id=self.world.world_id if self.world is not None else None,
             pack_hash=self.world.pack_hash if self.world is not None else None,
         )
-        judgment = await self._store(record, reply.trajectory, log, judgment, task, work)
+        judgment = await self._store(record, reply.trajectory, log, judgment, task, work, inference)
         count_stored(judgment)
         logger.debug(
             "episode_done round=%d uid=%d task=%s end=%s score=%.3f",
@@ -261,11 +275,13 @@ class Episodes:
         )
         return judgment
 
-    def _request(self, task: Task, episode_id: str, token: str, started: datetime) -> TaskRequest:
+    def _request(
+        self, task: Task, wire_task_id: str, episode_id: str, token: str, started: datetime
+    ) -> TaskRequest:
         return TaskRequest(
             protocol_version=PROTOCOL_VERSION,
             episode_id=episode_id,
-            task_id=task.task_id,
+            task_id=wire_task_id,
             query=task.query,
             tool_server_url=self.deps.tool_server_url,
             episode_token=token,
@@ -315,15 +331,16 @@ class Episodes:
         judgment: Judgment,
         task: Task,
         work: str | None,
+        inference: Sequence[InferenceExchange] = (),
     ) -> Judgment:
-        """Store the judged episode with its work; return the judgment stored.
+        """Store the judged episode with its work and its gateway exchanges; return the judgment stored.
 
         Content the miner sent that cannot be stored (``UnstorableContent``: a lone surrogate
         past every door) is the miner's fault, never a silent drop: the episode is stored as
         ``malformed`` with a zero judgment, its tool log kept with such text escaped.
         """
         try:
-            await self._write(record, trajectory, log, judgment, task, work)
+            await self._write(record, trajectory, log, judgment, task, work, inference)
         except UnstorableContent as exc:
             logger.warning(
                 "episode_unstorable round=%d uid=%s task=%s error=%s",
@@ -341,7 +358,7 @@ class Episodes:
                 detail="its trajectory or tool log holds text that cannot be stored",
             )
             malformed = record.model_copy(update={"end": "malformed"})
-            await self._write(malformed, None, repository.storable_log(log), judgment, task, None)
+            await self._write(malformed, None, repository.storable_log(log), judgment, task, None, inference)
         return judgment
 
     async def _write(
@@ -352,6 +369,7 @@ class Episodes:
         judgment: Judgment,
         task: Task,
         work: str | None,
+        inference: Sequence[InferenceExchange],
     ) -> None:
         def write() -> bool:
             with self.deps.sessions() as session:
@@ -363,6 +381,7 @@ class Episodes:
                     judgment=judgment,
                     task=task,
                     work=work,
+                    inference_log=inference,
                 )
 
         async def attempt() -> bool:
@@ -378,6 +397,25 @@ class Episodes:
                 metrics.DB_WRITE_DURATION.labels("save_judged").observe(time.monotonic() - started)
 
         await retry(attempt, what=f"save_judged episode={record.episode_id}", attempts=5)
+
+
+def opaque_task_id() -> str:
+    """The task id a miner sees: random per episode, so it says nothing of the task.
+
+    The task's own id is a content hash over its gold: sent as is, it is an answer oracle (hash
+    each catalog product's candidate gold items against it). The episode's token carries this id
+    too; the validator alone knows which task it stands for.
+    """
+    return f"task-{uuid.uuid4().hex}"
+
+
+def readdressed(reply: MinerReply, task: Task) -> MinerReply:
+    """The reply with its trajectory under the task's own id (the client checked it echoed ours)."""
+    if reply.trajectory is None:
+        return reply
+    return dataclasses.replace(
+        reply, trajectory=reply.trajectory.model_copy(update={"task_id": task.task_id})
+    )
 
 
 def _work(

@@ -72,6 +72,7 @@ async def serve(
 
     app = create_validator_app(
         tool_router=create_tool_router(validator.registry, ToolContext(validator.index, settings.toolset)),
+        gateway_router=validator.gateway.router() if validator.gateway is not None else None,
         health=validator.health,
         on_startup=startup,
         on_shutdown=scheduler.stop,

@@ -65,10 +65,14 @@ __all__ = [
     "verdict",
 ]
 
-RoundResult = Literal["ok", "partial", "stopped", "refused", "no_miners", "no_tasks", "no_world"]
+RoundResult = Literal[
+    "ok", "partial", "stopped", "refused", "no_miners", "no_tasks", "no_world", "no_commitment"
+]
 """``stopped``: miners refused us in our own name or could not read the chain, and the round held it
-not theirs (the module docstring); ``refused``: our self-check failed first;
-``no_world``: world rounds are on and the chain has not produced the world's seed block yet."""
+not theirs (the module docstring); ``refused``: our self-check failed first; ``no_world``: world
+rounds are on and the world's seed block is not final yet; ``no_commitment``: our round secret
+was not committed on chain before the world's seed block (a first start, a new secret: the
+anchor is sent and the next world runs)."""
 
 
 @dataclass

@@ -4,11 +4,13 @@ Sections are frozen models nested under ``ValidatorSettings``, each named by its
 prefix (``__`` nests): ``round`` (``ARENA_ROUND__*``: tasks and miners per round, episode
 budgets), ``world`` (``ARENA_WORLD__*``: world rounds), ``client`` (``ARENA_CLIENT__*``: the
 bounds of calls to miners), ``pool`` (``ARENA_POOL__*``: task rotation), ``judge``
-(``ARENA_JUDGE__*``), ``policy`` (``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``) and
+(``ARENA_JUDGE__*``), ``policy`` (``ARENA_POLICY__*``, ``judging.scores.ScorePolicy``),
 ``serving`` (``ARENA_SERVING__*``, ``neurons.settings.ConnectionBounds``: the public port's read
-times and connection bounds). The code that uses a section takes it typed (``run_round(...,
-config: RoundConfig)``, ``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
-``uvicorn_options(settings.serving)``), so each default is written once: here.
+times and connection bounds) and ``gateway`` (``ARENA_GATEWAY__*``: the inference gateway). The
+code that uses a section takes it typed (``run_round(..., config: RoundConfig)``,
+``MinerClient(limits=ClientLimits)``, ``replenish(config=PoolConfig)``,
+``uvicorn_options(settings.serving)``), so each default is written once: here (the gateway's
+limits: in ``arena.gateway.GatewayLimits``).
 
 The flat names these settings had before the sections (``ARENA_TASKS_PER_ROUND``...) are still
 read, below the new names, with a ``FutureWarning`` naming the new one (``RENAMED``,
@@ -19,13 +21,15 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AfterValidator, Field, SecretStr, field_validator, model_validator
 
+from arena.gateway import GatewayLimits
+from arena.httpguard import AddressPolicy, address_policy
 from arena.tools import DEFAULT_TOOLSET, TOOLSETS
 from arena.types import Intent
-from judging.config import DEFAULT_MAX_TURNS
+from judging.config import DEFAULT_MAX_TURNS, JudgeCalls
 from judging.scores import ScorePolicy
 from neurons.settings import ConnectionBounds, NeuronSettings, Section, _placeholder
 
@@ -107,9 +111,10 @@ class WorldConfig(Section):
 
     Off, rounds draw the static held-out pool (tool set ``sb-1``'s tasks, ShoppingBench-comparable).
     On, round ``k`` of the world clock (``arena.world.seed.world_round_at``) compiles the pack of
-    the seed block's hash over the base index and draws its tasks, so every validator on the
-    subnet serves the same world. The world's size (``arena.world.types.WorldSpec``) is the
-    protocol's default, not a setting: a validator with another would compile another world.
+    the final seed block's hash and this validator's secret of round ``k`` (committed on chain
+    before, revealed after: ``neurons.validator.roundsecrets``) over the base index and draws its
+    tasks. Each validator serves its own world; revealed rounds are published for audit. The
+    world's size (``arena.world.types.WorldSpec``) is the protocol's default, not a setting.
     """
 
     enabled: bool = Field(
@@ -122,7 +127,11 @@ class WorldConfig(Section):
         default=3, ge=1, description="Blocks after a world's start whose hash seeds it (unknown before)."
     )
     cache_dir: Path | None = Field(
-        default=None, description="Where compiled packs are kept by seed (default: <data dir>/worlds)."
+        default=None, description="Where compiled packs are kept per round (default: <data dir>/worlds)."
+    )
+    publish_dir: Path | None = Field(
+        default=None,
+        description="Where revealed rounds are published for audit (default: <data dir>/published).",
     )
 
     @model_validator(mode="after")
@@ -132,16 +141,18 @@ class WorldConfig(Section):
         return self
 
 
-class JudgeSettings(Section):
-    """The LLM reasoning judge (``ARENA_JUDGE__*``): an OpenAI-compatible endpoint; none: unscored."""
+class JudgeSettings(Section, JudgeCalls):
+    """The LLM reasoning judge (``ARENA_JUDGE__*``): an OpenAI-compatible endpoint; none: unscored.
+
+    Its timeout, retries and backoff are ``judging.config.JudgeCalls``'s fields (named, bounded and
+    defaulted there); :attr:`calls` hands them to the judge's config.
+    """
 
     base_url: str | None = Field(
         default=None, description="OpenAI-compatible judge endpoint; none: reasoning unscored."
     )
     model: str | None = Field(default=None, description="Judge model name.")
     api_key: SecretStr = Field(default=SecretStr("none"), description="The endpoint's API key (secret).")
-    timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds per call before a retry.")
-    retries: int = Field(default=2, ge=0, le=10, description="Retries with backoff, then unscored.")
     concurrency: int = Field(default=8, ge=1, le=1024, description="Judge calls in flight at once.")
     workers: int = Field(
         default=2,
@@ -152,6 +163,11 @@ class JudgeSettings(Section):
     response_format: Literal["none", "json_object", "json_schema"] = Field(
         default="none", description="Constrained decoding asked of the endpoint (json_schema: vLLM, OpenAI)."
     )
+
+    @property
+    def calls(self) -> JudgeCalls:
+        """How the judge is called: this section's ``JudgeCalls`` fields."""
+        return JudgeCalls(**self.model_dump(include=set(JudgeCalls.model_fields)))
 
     @model_validator(mode="after")
     def _complete(self) -> JudgeSettings:
@@ -178,6 +194,62 @@ RENAMED: dict[str, tuple[str, str]] = {
 }
 
 
+def _networks(value: tuple[str, ...]) -> tuple[str, ...]:
+    for entry in value:
+        ipaddress.ip_network(entry, strict=False)  # ValueError unless a network: 10.0.0.0/8, fd00::/8
+    return value
+
+
+Networks = Annotated[tuple[str, ...], AfterValidator(_networks)]
+
+
+_GATEWAY = GatewayLimits()  # the gateway's defaults, written once in arena.gateway
+
+
+class GatewaySettings(Section):
+    """The inference gateway (``ARENA_GATEWAY__*``, ``arena.gateway``): its switch, outbound guard and bounds.
+
+    On, each episode's token also authorises ``<tool server>/v1/inference/chat/completions``,
+    which forwards to the model endpoint the miner names; tool calls the model emitted there
+    are attested (axis ``A-attested``). The upstream's addresses must be global unless they lie
+    in ``upstream_networks`` (``127.0.0.0/8`` for a model on this host, as the demo runs).
+    """
+
+    enabled: bool = Field(default=True, description="Offer the inference gateway to miners' agents.")
+    upstream_networks: Networks = Field(
+        default=(), description="Non-global networks the gateway may forward to, e.g. 127.0.0.0/8 (none)."
+    )
+    max_request_bytes: int = Field(
+        default=_GATEWAY.max_request_bytes, ge=1024, le=16 * 2**20, description="Largest request body read."
+    )
+    max_response_bytes: int = Field(
+        default=_GATEWAY.max_response_bytes, ge=1024, le=16 * 2**20, description="Largest answer read."
+    )
+    max_exchanges: int = Field(
+        default=_GATEWAY.max_exchanges, ge=1, le=10_000, description="Requests one episode may make."
+    )
+    upstream_timeout: float = Field(
+        default=_GATEWAY.upstream_timeout_s, gt=0, le=600, description="Seconds the upstream has to answer."
+    )
+    max_concurrent: int = Field(
+        default=_GATEWAY.max_concurrent, ge=1, le=4096, description="Upstream requests in flight at once."
+    )
+
+    def limits(self) -> GatewayLimits:
+        """The gateway's limits."""
+        return GatewayLimits(
+            max_request_bytes=self.max_request_bytes,
+            max_response_bytes=self.max_response_bytes,
+            max_exchanges=self.max_exchanges,
+            upstream_timeout_s=self.upstream_timeout,
+            max_concurrent=self.max_concurrent,
+        )
+
+    def policy(self) -> AddressPolicy:
+        """Where the gateway may connect: global addresses and ``upstream_networks``."""
+        return address_policy(self.upstream_networks)
+
+
 class ValidatorSettings(NeuronSettings):
     """The validator: its HTTP app (tool server), database, index, jobs, and the sections above.
 
@@ -195,7 +267,7 @@ class ValidatorSettings(NeuronSettings):
     )
     token_secret: SecretStr | None = Field(
         default=None,
-        description="HMAC secret: tokens, draws, task seeds (default: a file in the data dir).",
+        description="Validator secret: tokens, draws, task seeds, round secrets (default: a data dir file).",
     )
 
     # ---- storage and the shopping world
@@ -236,7 +308,7 @@ class ValidatorSettings(NeuronSettings):
         default=None, description="Export directory (default: <data dir>/exports)."
     )
     # A private testnet's ranges, e.g. "10.0.0.0/8"; elsewhere only global addresses are queried.
-    miner_networks: tuple[str, ...] = Field(
+    miner_networks: Networks = Field(
         default=(), description="Non-global networks whose miner addresses are queried anyway (not on local)."
     )
 
@@ -248,6 +320,7 @@ class ValidatorSettings(NeuronSettings):
     world: WorldConfig = Field(default_factory=WorldConfig)
     policy: ScorePolicy = Field(default_factory=ScorePolicy)
     serving: ConnectionBounds = Field(default_factory=ConnectionBounds)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
 
     renamed = RENAMED
 
@@ -266,13 +339,6 @@ class ValidatorSettings(NeuronSettings):
             raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}")
         return value
 
-    @field_validator("miner_networks")
-    @classmethod
-    def _networks(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for entry in value:
-            ipaddress.ip_network(entry, strict=False)  # e.g. 10.0.0.0/8 or fd00::/8
-        return value
-
     @field_validator("toolserver_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
@@ -282,8 +348,12 @@ class ValidatorSettings(NeuronSettings):
 
     @model_validator(mode="after")
     def _check_validator(self) -> ValidatorSettings:
-        if self.token_secret is not None and len(self.token_secret.get_secret_value()) < 16:
-            raise ValueError("token_secret must be at least 16 characters")
+        if self.token_secret is not None:
+            # The one validator secret: tokens, draws, task seeds, round secrets, world-cache seals.
+            if _placeholder(self.token_secret.get_secret_value()):
+                raise ValueError("token_secret is a placeholder; set a real value (or leave it unset)")
+            if len(self.token_secret.get_secret_value()) < 16:
+                raise ValueError("token_secret must be at least 16 characters")
         if self.tool_server_url() is None:
             raise ValueError(
                 f"host {self.host} is not an address miners can reach; "
@@ -325,6 +395,10 @@ class ValidatorSettings(NeuronSettings):
     def world_cache_path(self) -> Path:
         """Where compiled world packs are kept: ``world.cache_dir``, else ``<data_dir>/worlds``."""
         return (self.world.cache_dir or self.data_path() / "worlds").expanduser()
+
+    def publish_path(self) -> Path:
+        """Where revealed world rounds are published: ``world.publish_dir``, else ``<data_dir>/published``."""
+        return (self.world.publish_dir or self.data_path() / "published").expanduser()
 
     def export_path(self) -> Path:
         """Where periodic exports go: ``export_dir``, else ``<data_dir>/exports``."""

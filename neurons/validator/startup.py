@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from arena.errors import ArenaError
 from arena.index import SearchIndex, build_index, open_index
+from arena.inference import EXCHANGE_OUTCOMES
 from arena.types import EPISODE_ENDS, POOLS
 from judging.types import AXES, OUTAGE_CAUSES
 from neurons import metrics
@@ -119,5 +120,7 @@ def init_metrics() -> None:
         metrics.VALIDATOR_REFUSALS.labels(reason)
     for pool in POOLS:
         metrics.TASK_POOL_SIZE.labels(pool)
+    for outcome in EXCHANGE_OUTCOMES:
+        metrics.GATEWAY_EXCHANGES.labels(outcome)
     for reason in CUT_OFF_REASONS:
         metrics.HTTP_REFUSED_CONNECTIONS.labels(reason)

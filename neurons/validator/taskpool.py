@@ -174,9 +174,10 @@ def open_and_burn(
 
 
 def world_draw_order(pack_hash: str, tasks: Sequence[Task]) -> list[Task]:
-    """A pack's tasks in the order every validator serves them: by sha256(pack hash || task id).
+    """A pack's tasks in the order a validator serves them: by sha256(pack hash || task id).
 
-    Public on purpose: the pack is unknown until its seed block, and validators must agree.
+    Public on purpose: the pack is unknown until the validator reveals its round secret, and an
+    auditor then checks that the tasks served were the first in this order, not picked.
     """
     return sorted(tasks, key=lambda t: hashlib.sha256(f"{pack_hash}:{t.task_id}".encode()).digest())
 

@@ -133,12 +133,15 @@ def weight_limit_warning(rules: WeightRules, policy: ScorePolicy) -> str | None:
 def plan_weights(session: Session, snapshot: MetagraphSnapshot, policy: ScorePolicy) -> WeightPlan | None:
     """Compute the weight vector from stored scores over ``snapshot``'s uids; None without an owner uid.
 
-    Judgments whose reasoning went unscored because the judge was down are left out of the
-    window (``exclude_reasoning_outages``), so an outage never moves weights.
+    Judgments whose reasoning went unscored because the judge was down, and episodes in which
+    our inference gateway failed, are left out of the window (``exclude_reasoning_outages``,
+    ``exclude_gateway_faults``), so a fault of ours never moves weights.
     """
     if snapshot.owner_uid is None:
         return None
-    samples = repository.score_samples(session, window=policy.window, exclude_reasoning_outages=True)
+    samples = repository.score_samples(
+        session, window=policy.window, exclude_reasoning_outages=True, exclude_gateway_faults=True
+    )
     standing = standings(samples, policy)
     hotkey_to_uid = {neuron.hotkey: neuron.uid for neuron in snapshot.neurons}
     uids, weights = weight_vector(standing, hotkey_to_uid, owner_uid=snapshot.owner_uid, policy=policy)

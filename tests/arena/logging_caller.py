@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from arena.episode import run_logged
 from arena.tools import ToolContext
 from arena.types import ToolLogEntry, ToolResult
+from neurons.miner.agents.contract import ToolCaller
 
 
 def logging_caller(
@@ -17,16 +18,17 @@ def logging_caller(
     log: list[ToolLogEntry],
     *,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
-) -> Callable[[str, dict[str, Any], str], Awaitable[ToolResult]]:
+) -> ToolCaller:
     """An agent's ``call_tool`` that appends each call's entry to ``log`` (``arena.episode.run_logged``).
 
     ``now`` fixes the timestamps where a test or a bench hashes what it produced.
     """
 
-    async def call_tool(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        entry = run_logged(
-            name, arguments, ctx, episode_id=episode_id, seq=len(log), call_id=call_id, now=now
-        )
+    async def call_tool(
+        name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
+        sent: str | dict[str, Any] = raw if raw is not None else arguments
+        entry = run_logged(name, sent, ctx, episode_id=episode_id, seq=len(log), call_id=call_id, now=now)
         log.append(entry)
         return ToolResult(content=entry.result, error=entry.status == "error")
 

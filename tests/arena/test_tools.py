@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,8 +14,12 @@ from arena.tools import (
     DEFAULT_TOOLSET,
     TOOLSETS,
     ToolContext,
+    ToolKind,
     canonical_arguments,
+    offers,
     run_tool,
+    tool_kind,
+    tool_names,
     tool_schemas,
 )
 from arena.types import ToolResult
@@ -587,3 +591,27 @@ def test_run_call_is_run_tool_and_canonical_arguments_in_one_validation(
     result, canonical = run_call(name, arguments, ctx)
     assert result == run_tool(name, arguments, ctx)
     assert canonical == canonical_arguments(name, arguments)
+
+
+def test_every_tool_has_a_kind_and_every_kind_a_tool() -> None:
+    tools = {tool.name: tool.kind for tools in TOOLSETS.values() for tool in tools}
+    assert tools == {
+        "find_product": "search",
+        "find_products_in_same_shop": "search",
+        "view_product_information": "view",
+        "recommend_product": "answer",
+        "ask_user": "ask",
+        "calculate_voucher": "compute",
+        "terminate": "end",
+    }
+    assert set(tools.values()) == set(get_args(ToolKind))
+    assert all(tool_kind(name) == kind for name, kind in tools.items())
+    assert tool_kind("buy_now") is None
+
+
+def test_kinds_name_their_tools_and_sets_offer_them() -> None:
+    assert tool_names("answer", "end") == ("recommend_product", "terminate")
+    assert tool_names("search") == ("find_product", "find_products_in_same_shop")
+    assert offers("arena-3", "ask") and not offers(DEFAULT_TOOLSET, "ask")
+    with pytest.raises(KeyError):
+        offers("no-such-set", "ask")

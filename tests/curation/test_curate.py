@@ -136,6 +136,18 @@ def test_axis_route() -> None:
     assert axis_route(_labelled(t, "unknown"), unknown_taken) == PASS
 
 
+def test_a_attested_is_taken_where_a_is_and_can_be_required() -> None:
+    t = task(1)
+    attested, inferred = _labelled(t, "A-attested"), _labelled(t, "A")
+    assert axis_route(attested, TraceContext(CurationConfig())) == PASS
+    # proven: a B miner label does not overrule
+    assert axis_route(attested, TraceContext(CurationConfig(), "B")) == PASS
+    required = CurationConfig(axes=("A-attested",))
+    assert axis_route(attested, TraceContext(required)) == PASS
+    assert axis_route(inferred, TraceContext(required)) == drop("axis_A")
+    assert not converts(inferred.judgment, required)
+
+
 def test_axis_route_with_a_converter_passes_the_labels_to_convert() -> None:
     t, config = task(1), CurationConfig()
     converting = TraceContext(config, converting=True)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from arena.types import Trajectory
+from arena.types import ToolLogEntry, Trajectory
 from judging.axis import axis_for_miner, classify_axis, mechanical_views, template_signature
 from tests.judging.factory import Episode, good_shop_episode
 
@@ -246,7 +246,8 @@ def test_attested_nonces_decide() -> None:
     ep = good_shop_episode()
     traj = ep.trajectory()
     valid = [e.model_copy(update={"nonce_status": "valid"}) for e in ep.log]
-    assert classify_axis(traj, valid).evidence.label == "A" and classify_axis(traj, valid).evidence.attested
+    proven = classify_axis(traj, valid).evidence
+    assert proven.label == "A-attested" and proven.attested
     half = valid[:2] + ep.log[2:]
     assert classify_axis(traj, half).evidence.label == "mixed"
 
@@ -301,3 +302,46 @@ def test_a_quitter_is_degenerate_not_b() -> None:
 def test_a_trace_that_searched_and_answered_is_not_degenerate() -> None:
     check = classify_axis(harness_episode(CASES[0][0], narrate=True).trajectory())
     assert check.evidence.label == "B" and check.evidence.degenerate is None
+
+
+FILLERS = ("Okay.", "Hmm, let me think.", "Right, moving on carefully.", "qzx vlorp 7731 brindle.")
+
+
+def filler_harness_episode(query: str, term: str, pad: int) -> Episode:
+    """The red team's harness: Python picks each call; its reasoning names the arguments, amid fillers."""
+    ep = restating_harness_episode(query, term)
+    filler = " ".join(FILLERS[(pad + k) % len(FILLERS)] for k in range(3))
+    messages = [
+        m.model_copy(update={"reasoning_content": f"{filler} {m.content}"}) if m.tool_calls else m
+        for m in ep.messages
+    ]
+    ep.messages = messages
+    return ep
+
+
+def attested(ep: Episode) -> list[ToolLogEntry]:
+    return [entry.model_copy(update={"nonce_status": "valid"}) for entry in ep.log]
+
+
+def test_a_harness_with_filler_reasoning_is_never_a_attested() -> None:
+    episodes = [filler_harness_episode(q, terms[0], pad) for pad, (q, terms, _) in enumerate(CASES)]
+    labels = {classify_axis(ep.trajectory(), ep.log).evidence.label for ep in episodes}
+    assert "A-attested" not in labels  # structure alone never proves A, whatever the text says
+    verdict = axis_for_miner([ep.trajectory() for ep in episodes], [ep.log for ep in episodes])
+    assert verdict.label != "A-attested"
+    # Attesting some of its calls (a completion served for one of them) makes it mixed, not attested.
+    ep = episodes[0]
+    some = attested(ep)[:1] + ep.log[1:]
+    assert classify_axis(ep.trajectory(), some).evidence.label == "mixed"
+
+
+def test_every_call_attested_is_a_attested_and_the_miner_keeps_it() -> None:
+    # A steady model repeating one strategy reads as "mixed" across tasks by structure; proven
+    # call by call, it is A-attested, trajectory by trajectory and as a miner.
+    same = [MODEL_CASES[i] for i in (2, 4, 5)] * 2
+    episodes = [model_episode(*case) for case in same]
+    checks = [classify_axis(ep.trajectory(), attested(ep)) for ep in episodes]
+    assert {c.evidence.label for c in checks} == {"A-attested"} and {c.value for c in checks} == {1.0}
+    assert axis_for_miner([ep.trajectory() for ep in episodes]).label == "mixed"
+    verdict = axis_for_miner([ep.trajectory() for ep in episodes], [attested(ep) for ep in episodes])
+    assert verdict.label == "A-attested"

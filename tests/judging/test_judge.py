@@ -12,8 +12,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arena.types import Message, Task, ToolLogEntry, Trajectory, result_hash
+from judging.config import JudgeCalls
+from judging.errors import JudgingError
 from judging.injection import injection_signals
-from judging.judge import JudgeConfig, final_score, judge, judge_rules, judge_unanswered, judgment_summary
+from judging.judge import (
+    JudgeConfig,
+    final_score,
+    judge,
+    judge_rules,
+    judge_unanswered,
+    judge_with_reasoning,
+    judgment_summary,
+)
 from judging.reasoning import Completer
 from judging.reasoning_prompt import build_messages
 from judging.types import CHECK_NAMES, Judgment, Unscored
@@ -30,7 +40,7 @@ from tests.judging.factory import (
     voucher_task,
 )
 
-CONFIG = JudgeConfig(judge_backoff_s=0.0, judge_timeout_s=1.0)
+CONFIG = JudgeConfig(calls=JudgeCalls(backoff=0.0, timeout=1.0))
 
 
 async def run(
@@ -309,6 +319,25 @@ async def test_judge_rules_is_judge_without_a_completer() -> None:
         ruled = judge_rules(task, traj, log=ep.log, against=AtAnswer(lookup), config=CONFIG)
         assert ruled == judged and ruled.content_hash == judged.content_hash
         assert ruled.reasoning.unscored == Unscored(cause="disabled")
+
+
+async def test_judge_with_reasoning_reproduces_an_llm_judged_verdict_from_its_reasoning_check() -> None:
+    ep = good_shop_episode()
+    traj = ep.trajectory()
+    judged = await run(shop_task(), traj, ep.log, Gullible())
+    reasoning = judged.check("reasoning")
+    assert reasoning is not None and reasoning.value is not None and judged.score < 1.0  # the LLM scaled it
+    again = judge_with_reasoning(
+        shop_task(), traj, log=ep.log, against=AtAnswer(lookup), config=CONFIG, reasoning=reasoning
+    )
+    assert again.score == judged.score and again.checks == judged.checks
+    assert again.model_dump(exclude={"versions", "content_hash"}) == judged.model_dump(
+        exclude={"versions", "content_hash"}
+    )  # only the judge's model name is not the audit's to give
+    with pytest.raises(JudgingError, match="a reasoning check"):
+        judge_with_reasoning(
+            shop_task(), traj, log=ep.log, against=AtAnswer(lookup), config=CONFIG, reasoning=judged.checks[0]
+        )
 
 
 class Threads:

@@ -95,3 +95,14 @@ def test_min_samples_zeroes_the_bound_below_threshold() -> None:
     table = standings(samples("few", [1.0] * 4) + samples("enough", [0.5] * 5), policy)
     assert table["few"].lower == 0.0
     assert table["enough"].lower > 0.0
+
+
+def test_unattested_factor_rewards_attested_episodes_and_is_off_by_default() -> None:
+    attested = [ScoreSample(hotkey="a", score=0.8, order=i, attested=True) for i in range(10)]
+    plain = [ScoreSample(hotkey="p", score=0.8, order=i) for i in range(10)]
+    default = standings(attested + plain, ScorePolicy())
+    assert default["a"].mean == default["p"].mean == pytest.approx(0.8)
+    rewarded = standings(attested + plain, ScorePolicy(unattested_factor=0.5))
+    assert rewarded["a"].mean == pytest.approx(0.8) and rewarded["p"].mean == pytest.approx(0.4)
+    with pytest.raises(ValidationError):
+        ScorePolicy(unattested_factor=1.5)

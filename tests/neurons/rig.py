@@ -12,17 +12,21 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from arena.episode import EpisodeRegistry, EpisodeTokens
+from arena.gateway import Gateway, GatewayLimits
+from arena.httpguard import address_policy
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
+from arena.world.seed import world_round_at
 from judging.judge import JudgeConfig
 from judging.reasoning import Completer
 from neurons.chain.chaintypes import MetagraphSnapshot
+from neurons.chain.local.state import LocalChain
 from neurons.chain.signing import make_nonce_store
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.app import create_miner_app
 from neurons.miner.settings import MinerAppConfig
-from neurons.validator.app import MeteredToolLog, create_validator_app
+from neurons.validator.app import MeteredInferenceLog, MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import RoundDeps
 from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig, ValidatorSettings
@@ -65,6 +69,7 @@ class Rig:
     config: RoundConfig
     sessions: sessionmaker[Session]
     tool_url: str
+    gateway: Gateway | None = None
 
     async def snapshot(self) -> MetagraphSnapshot:
         return await self.net.chain("validator").snapshot()
@@ -107,15 +112,24 @@ async def running_rig(
     completer: Completer | None = None,
     judge_config: JudgeConfig | None = None,
     client: Any = None,
+    gateway: GatewayLimits | None = None,
     miner_configs: Mapping[str, MinerAppConfig] | None = None,
     **config: Any,
 ) -> AsyncIterator[Rig]:
-    """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server."""
-    registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog())
+    """Serve each named miner's agent (endpoint served on the local chain) and the validator's tool server.
+
+    With ``gateway`` the validator's app offers the inference gateway too (loopback upstreams
+    allowed: the tests' models listen there), as ``rig.gateway``.
+    """
+    registry = EpisodeRegistry(EpisodeTokens(SECRET), MeteredToolLog(), inference=MeteredInferenceLog())
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, agents, miner_configs)
+        inference = Gateway(registry, address_policy(["127.0.0.0/8"]), gateway) if gateway else None
+        if inference is not None:
+            stack.push_async_callback(inference.aclose)
         tool_app = create_validator_app(
             tool_router=create_tool_router(registry, ToolContext(index=index)),
+            gateway_router=inference.router() if inference is not None else None,
             health=lambda: {"status": "ok"},
         )
         tool_url = await stack.enter_async_context(serve_app(tool_app))
@@ -136,7 +150,7 @@ async def running_rig(
         )
         values: dict[str, Any] = {"tasks_per_round": 2, "episode_seconds": 20.0}
         values.update(config)
-        yield Rig(net, deps, RoundConfig(**values), sessions, tool_url)
+        yield Rig(net, deps, RoundConfig(**values), sessions, tool_url, inference)
 
 
 def all_traces(sessions: sessionmaker[Session]) -> list[JudgedTrace]:
@@ -145,10 +159,18 @@ def all_traces(sessions: sessionmaker[Session]) -> list[JudgedTrace]:
         return list(iter_judged(session))
 
 
+# World rounds on the local chain (0.25 s blocks): a new world every 8 blocks, seeded 2 after its start.
+WORLD_PERIOD, WORLD_DELAY = 8, 2
+
+
 def world_validator(
     net: LocalNet, tmp_path: Path, index: Path, wallet: str = "validator"
 ) -> ValidatorSettings:
-    """A validator on ``net`` running world rounds (3 tasks), its index outside its data directory."""
+    """A validator on ``net`` running world rounds (3 tasks), its index outside its data directory.
+
+    Its data directory is its own (``tmp_path / wallet``): its own secret file, so its own round
+    secrets. Its first round commits its round secret and runs no world (``no_commitment``).
+    """
     sock = free_socket()
     port = sock.getsockname()[1]
     sock.close()
@@ -164,13 +186,18 @@ def world_validator(
         index=index,
         pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
         round={"tasks_per_round": 3, "episode_seconds": 30},
-        world={"enabled": True, "period_blocks": 1_000_000, "delay_blocks": 2},
+        world={"enabled": True, "period_blocks": WORLD_PERIOD, "delay_blocks": WORLD_DELAY},
     )
 
 
-async def wait_for_block(net: LocalNet, block: int) -> None:
-    """Wait (up to 10 s) until the local chain has made ``block`` (validators read real time)."""
-    for _ in range(200):
-        if await net.chain("miner1").block_hash(block) is not None:
-            return
-        await asyncio.sleep(0.05)
+async def next_world(net: LocalNet) -> int:
+    """Wait (real time: the validators read it) until a new world's seed block is made; its index."""
+    chain = LocalChain(net.path)  # wall time, as the validators' chain reads it (net.clock stands still)
+    at = world_round_at(chain.block(), period=WORLD_PERIOD, delay=WORLD_DELAY)
+    target = 0 if at is None else at.index + 1
+    for _ in range(2000):
+        now = world_round_at(chain.block(), period=WORLD_PERIOD, delay=WORLD_DELAY)
+        if now is not None and now.index >= target:
+            return now.index
+        await asyncio.sleep(0.02)
+    raise AssertionError("the local chain made no new world")

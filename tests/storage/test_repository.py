@@ -13,6 +13,7 @@ from sqlalchemy import Engine, event, func, select
 from sqlalchemy.orm import Session
 
 import storage.repository as repository
+from arena.inference import InferenceExchange
 from arena.types import Message, Task, content_hash, result_hash
 from judging.types import Judgment
 from storage.bounds import MAX_STORED_TRAJECTORY_CHARS
@@ -387,3 +388,52 @@ def test_a_trajectory_within_the_bound_is_stored_whole(session: Session, task: T
     save(session, trace)
     stored = get_judged(session, episode_id=trace.episode.episode_id)
     assert stored is not None and stored.trajectory == trace.trajectory
+
+
+def _exchanges(trace: Trace, outcomes: tuple[str, ...] = ("ok", "upstream_error")) -> list[InferenceExchange]:
+    at = trace.episode.started_at
+    return [
+        InferenceExchange(
+            episode_id=trace.episode.episode_id,
+            seq=seq,
+            upstream="https://api.example.com/v1",
+            request='{"messages": [{"role": "user", "content": "nul \\u0000 and ünïcode"}]}',
+            response='{"choices": []}\x00' if outcome == "ok" else '{"error": {"code": "upstream_status"}}',
+            status=200 if outcome == "ok" else 502,
+            outcome=outcome,  # type: ignore[arg-type]
+            started_at=at + timedelta(seconds=seq),
+            finished_at=at + timedelta(seconds=seq, milliseconds=700),
+        )
+        for seq, outcome in enumerate(outcomes)
+    ]
+
+
+def test_gateway_exchanges_round_trip_with_their_episode(session: Session) -> None:
+    task = make_task(40)
+    save_tasks(session, tasks=[task])
+    trace = make_trace(4000, task=task)
+    exchanges = _exchanges(trace)
+    assert save(session, trace, inference_log=exchanges)
+    assert not save(session, trace, inference_log=exchanges)  # idempotent
+    assert repository.inference_log(session, episode_id=trace.episode.episode_id) == exchanges
+    with pytest.raises(ConflictError):  # the exchanges are part of the episode's content
+        save(session, trace, inference_log=exchanges[:1])
+
+
+def test_an_episode_without_exchanges_hashes_as_before(session: Session) -> None:
+    trace = make_trace(4001, task=make_task(41))
+    wire = trace.trajectory.to_wire() if trace.trajectory else None
+    assert episode_content_hash(trace.episode, wire, trace.tool_log, ()) == episode_content_hash(
+        trace.episode, wire, trace.tool_log
+    )
+    with_exchanges = episode_content_hash(trace.episode, wire, trace.tool_log, _exchanges(trace))
+    assert with_exchanges != episode_content_hash(trace.episode, wire, trace.tool_log)
+
+
+def test_exchanges_of_another_episode_are_refused(session: Session) -> None:
+    task = make_task(42)
+    save_tasks(session, tasks=[task])
+    trace, other = make_trace(4002, task=task), make_trace(4003, task=task)
+    with pytest.raises(StorageError, match="belongs to episode"):
+        save(session, trace, inference_log=_exchanges(other))
+    assert get_judged(session, episode_id=trace.episode.episode_id) is None

@@ -8,11 +8,13 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from neurons.chain.local.commitments import TABLE as COMMITMENTS_TABLE
 from neurons.chain.local.records import LocalChainConfig, NeuronRow
 from neurons.chain.local.rules import Change
 from neurons.errors import LocalChainError
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE config (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL);
 CREATE TABLE neurons (
     uid INTEGER PRIMARY KEY, hotkey TEXT NOT NULL UNIQUE, coldkey TEXT NOT NULL,
@@ -36,6 +38,8 @@ CREATE TABLE commits (
 );
 CREATE INDEX commits_pending ON commits (status, reveal_at);
 """
+    + COMMITMENTS_TABLE
+)
 
 
 def json_default(value: object) -> object:

@@ -32,6 +32,7 @@ SUPPORTED_CALLS = frozenset(
         ("SubtensorModule", "commit_timelocked_mechanism_weights"),
         ("SubtensorModule", "commit_timelocked_weights"),
         ("SubtensorModule", "serve_axon"),
+        ("Commitments", "set_commitment"),  # its rules: neurons.chain.local.commitments
     }
 )
 RefusedAt = Literal["pool", "block"]

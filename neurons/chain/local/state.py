@@ -47,6 +47,8 @@ from neurons.chain.local.chainfile import (
     read_neurons,
     store,
 )
+from neurons.chain.local.commitments import MODULE as COMMITMENTS
+from neurons.chain.local.commitments import check_commitment, commitment_at, commitments_at, keep_commitment
 from neurons.chain.local.commits import commit_record, keep_commit, pending_due, reveal_pending
 from neurons.chain.local.records import (
     ChainView,
@@ -290,6 +292,16 @@ class LocalChain:
         """The timelocked commits not opened yet (what ``TimelockedWeightCommits`` holds) at ``at``."""
         return [c for c in read_commits(self.path, clock=self._clock, at=at) if c.status == "pending"]
 
+    def commitment(self, hotkey: str, block: int | None = None) -> dict[str, Any] | None:
+        """``CommitmentOf`` of ``hotkey`` as it stood at ``block`` (default: the current block)."""
+        with connect(self.path) as conn:
+            return commitment_at(conn, hotkey, self.block() if block is None else block)
+
+    def commitments(self, block: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """Every hotkey's ``CommitmentOf`` at ``block`` (default: the current block)."""
+        with connect(self.path) as conn:
+            return commitments_at(conn, self.block() if block is None else block)
+
     def extrinsic_count(self, signer: str) -> int:
         """How many extrinsics of ``signer`` reached a block (its account nonce)."""
         with connect(self.path) as conn:
@@ -336,16 +348,20 @@ class LocalChain:
                 conn.execute("SELECT COUNT(*) FROM extrinsics WHERE block = ?", (block,)).fetchone()[0]
             )
             try:
-                change = apply_call(view, signer, module, function, params)
+                if module == COMMITMENTS:  # the Commitments pallet keeps its own table
+                    fields = check_commitment(view, signer, params)
+                    events = keep_commitment(conn, config, signer, block, fields)
+                    outcome = Outcome(block, index, events=events)
+                else:
+                    change = apply_call(view, signer, module, function, params)
+                    store(conn, change)
+                    if change.reveal_round is not None:
+                        keep_commit(conn, signer, block, change.reveal_round, sealed)
+                    outcome = Outcome(block, index, events=change.events)
             except Refused as refusal:
                 if refusal.at == "pool":  # never reaches a block: no log, no nonce consumed
                     return Outcome(None, None, error=refusal.name, message=refusal.message)
                 outcome = Outcome(block, index, error=refusal.name, message=refusal.message)
-            else:
-                store(conn, change)
-                if change.reveal_round is not None:
-                    keep_commit(conn, signer, block, change.reveal_round, sealed)
-                outcome = Outcome(block, index, events=change.events)
             conn.execute(
                 "INSERT INTO extrinsics (block, idx, signer, call, params, error) VALUES (?, ?, ?, ?, ?, ?)",
                 (

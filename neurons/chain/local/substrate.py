@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from neurons.chain.local.commitments import MODULE as COMMITMENTS
 from neurons.chain.local.reads import STORAGE, commits_by_epoch, metagraph
 from neurons.chain.local.records import ChainView, Outcome
 from neurons.chain.local.rules import SUPPORTED_CALLS
@@ -126,9 +127,14 @@ class LocalSubstrate:
         params: list[Any] | None = None,
         block_hash: str | None = None,
     ) -> Any:
-        """One storage item, decoded, at ``block_hash``'s block (``LocalChain.view``: no history kept)."""
+        """One storage item at ``block_hash``'s block (``LocalChain.view``: no history but commitments')."""
         if (module, storage_function) == ("SubtensorModule", "Weights"):
             return await self._weights_row(list(params or []), block_hash)
+        if (module, storage_function) == (COMMITMENTS, "CommitmentOf"):
+            args = list(params or [])
+            if len(args) < 2 or int(args[0]) != self.chain.config.netuid:
+                return None
+            return await asyncio.to_thread(self.chain.commitment, str(args[1]), _block_of(block_hash))
         read = STORAGE.get((module, storage_function))
         if read is None:
             raise _unsupported(f"storage {module}.{storage_function}")
@@ -154,7 +160,7 @@ class LocalSubstrate:
         params: list[Any] | None = None,
         block_hash: str | None = None,
     ) -> list[tuple[Any, Any]]:
-        """A storage map as (key, value) pairs: weights, uids, and (empty) commitments."""
+        """A storage map as (key, value) pairs: weights, uids, commitments (at ``block_hash``)."""
         item, args = (module, storage_function), list(params or [])
         view = await self._view(block_hash)
         on_subnet = bool(args) and int(args[0]) == view.config.netuid
@@ -168,7 +174,9 @@ class LocalSubstrate:
             return commits_by_epoch(view, pending)
         if item == ("SubtensorModule", "TokenSymbol"):
             return [(view.config.netuid, list(view.config.symbol.encode()))]
-        if module == "Commitments":
+        if item == (COMMITMENTS, "CommitmentOf"):
+            return await asyncio.to_thread(self.chain.commitments, _block_of(block_hash)) if on_subnet else []
+        if module == COMMITMENTS:  # RevealedCommitments: timelocked commitments are not modelled
             return []
         raise _unsupported(f"storage map {module}.{storage_function}")
 

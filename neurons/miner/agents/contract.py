@@ -10,7 +10,7 @@ chooses every call, see :mod:`neurons.miner.agents.scripted`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from importlib.resources import files
 from typing import Any, Literal, Protocol
 
@@ -19,8 +19,21 @@ from pydantic import Field
 from arena.types import Frozen, Message, ToolResult, Trajectory, Usage
 from neurons.errors import NeuronError
 
-# (tool name, parsed arguments, call id) -> the tool's result; never raises for agent faults.
-ToolCaller = Callable[[str, dict[str, Any], str], Awaitable[ToolResult]]
+
+class ToolCaller(Protocol):
+    """How an agent calls a tool: ``await call_tool(name, arguments, call_id)`` (agent faults are results).
+
+    ``raw`` is the arguments' JSON text exactly as the model wrote it, where there is one: it is
+    sent as it is, so that the validator can match the call, byte for byte, to the completion
+    its inference gateway served (an attested call); None sends ``arguments`` serialised.
+    """
+
+    def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> Awaitable[ToolResult]:
+        """Run one tool call and return its result."""
+        ...
+
 
 # Why an agent stopped. Informational: the validator judges the trajectory, not this.
 AgentStop = Literal[
@@ -36,6 +49,18 @@ class AgentError(NeuronError):
     """An agent could not be loaded or built (bad spec, missing option); raised at start-up only."""
 
 
+class GatewayAccess(Frozen):
+    """The validator's inference gateway for one episode (``docs/protocol.md``, The inference gateway).
+
+    Attributes:
+        base_url: the OpenAI-compatible base URL (``<tool server>/v1/inference``).
+        token: the episode token that authorises it (never logged).
+    """
+
+    base_url: str = Field(min_length=1)
+    token: str = Field(min_length=1, repr=False)
+
+
 class AgentRequest(Frozen):
     """One task as an agent sees it.
 
@@ -46,6 +71,8 @@ class AgentRequest(Frozen):
         tools: OpenAI tool schemas (``{"type": "function", "function": {...}}``) the agent may call.
         max_steps: the most model turns (LLM agent) or tool rounds (scripted agent) to take.
         deadline_s: seconds from the start of the call by which the agent must have returned.
+        gateway: the validator's inference gateway for this episode (None in process, where
+            there is no validator); a model called through it makes attested tool calls.
     """
 
     task_id: str
@@ -54,6 +81,7 @@ class AgentRequest(Frozen):
     tools: tuple[dict[str, Any], ...] = ()
     max_steps: int = Field(default=20, ge=1)
     deadline_s: float = Field(default=120.0, gt=0)
+    gateway: GatewayAccess | None = None
 
     def tool_names(self) -> list[str]:
         """Return the names of the offered tools, in order."""

@@ -5,6 +5,14 @@ models are options, never hard-coded: ``tool_choice`` (e.g. ``"required"`` on se
 constrain decoding for it), ``tool_results_as_user`` (for chat templates that drop ``tool``
 messages, as llama-cpp-python's ``chatml-function-calling`` does) and ``nudges`` (how often a
 model that answers in text is reminded to call a tool). See ``docs/local-llm.md``.
+
+Where the validator offers its inference gateway (``AgentRequest.gateway``) the agent calls its
+model through it (``via_gateway``, on by default): the same request goes to the gateway, which
+forwards it to the endpoint named here (the model's base URL and key, in the gateway's headers)
+and logs the exchange; the tool calls the model emitted are then attested (axis ``A-attested``,
+``docs/protocol.md``). Where the validator has no gateway (404) or refuses the endpoint (a
+loopback or private address: ``upstream_refused``) the agent calls its model directly for the
+rest of the episode, and is judged as any other miner.
 """
 
 from __future__ import annotations
@@ -18,11 +26,13 @@ from typing import Any
 import openai
 from openai import AsyncOpenAI
 
+from arena.gateway import ERROR_TYPE, HEADER_UPSTREAM, HEADER_UPSTREAM_KEY
 from arena.types import Message, ToolResult, Usage
 from neurons.miner.agents.contract import (
     AgentOutput,
     AgentRequest,
     AgentStop,
+    GatewayAccess,
     ToolCaller,
     prompt_text,
     system_prompt,
@@ -55,6 +65,7 @@ class LLMOptions:
     tool_results_as_user: bool = False
     schema_max_string: int | None = None
     request_timeout_s: float = 60.0
+    via_gateway: bool = True
     system_prompt: str = field(default_factory=lambda: prompt_text("shopping_agent.md"))
     nudge_prompt: str = field(default_factory=lambda: prompt_text("nudge.md"))
     extra_body: dict[str, Any] | None = None
@@ -65,6 +76,8 @@ class _Episode:
     """The mutable state of one run: the conversation so far and the usage summed over model calls."""
 
     messages: list[Message]
+    client: AsyncOpenAI
+    via_gateway: bool = False
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage_reported: bool = False
@@ -93,13 +106,16 @@ class LLMAgent:
         """Run one episode: model turn, tool calls, results back, until terminate or a budget runs out."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.deadline_s
+        gateway = request.gateway if self.options.via_gateway else None
         episode = _Episode(
             messages=[
                 Message(
                     role="system", content=system_prompt(self.options.system_prompt, request.tool_names())
                 ),
                 Message(role="user", content=request.query),
-            ]
+            ],
+            client=self._through(gateway) if gateway is not None else self.client,
+            via_gateway=gateway is not None,
         )
         stop = await self._loop(request, call_tool, episode, deadline)
         logger.debug(
@@ -124,7 +140,7 @@ class LLMAgent:
                 return "deadline"
             try:
                 async with asyncio.timeout(remaining):
-                    completion = await self._complete(request, episode.messages, remaining, first=step == 0)
+                    completion = await self._complete_routed(request, episode, remaining, first=step == 0)
             except TimeoutError:
                 return "deadline"
             except openai.APITimeoutError:
@@ -178,8 +194,37 @@ class LLMAgent:
             return True
         return self.options.stop_after_recommend and tool == RECOMMEND and not result.error
 
+    def _through(self, gateway: GatewayAccess) -> AsyncOpenAI:
+        """A client of the validator's gateway for one episode, naming this agent's model endpoint."""
+        headers = {
+            HEADER_UPSTREAM: str(self.client.base_url).rstrip("/"),
+            HEADER_UPSTREAM_KEY: self.client.api_key,
+        }
+        return self.client.with_options(
+            base_url=gateway.base_url, api_key=gateway.token, default_headers=headers
+        )
+
+    async def _complete_routed(
+        self, request: AgentRequest, episode: _Episode, remaining: float, *, first: bool
+    ) -> Any:
+        """One model turn: through the gateway while it serves this endpoint, else directly."""
+        try:
+            return await self._complete(episode.client, request, episode.messages, remaining, first=first)
+        except openai.APIStatusError as exc:
+            if not (episode.via_gateway and _gateway_declined(exc)):
+                raise
+        logger.info("agent=llm episode=%s gateway=declined calling_model=directly", request.episode_id)
+        episode.client, episode.via_gateway = self.client, False
+        return await self._complete(episode.client, request, episode.messages, remaining, first=first)
+
     async def _complete(
-        self, request: AgentRequest, messages: list[Message], remaining: float, *, first: bool = False
+        self,
+        client: AsyncOpenAI,
+        request: AgentRequest,
+        messages: list[Message],
+        remaining: float,
+        *,
+        first: bool = False,
     ) -> Any:
         options = self.options
         kwargs: dict[str, Any] = {
@@ -203,7 +248,7 @@ class LLMAgent:
             kwargs["seed"] = options.seed
         if options.extra_body:
             kwargs["extra_body"] = options.extra_body
-        return await self.client.chat.completions.create(**kwargs)
+        return await client.chat.completions.create(**kwargs)
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
@@ -214,6 +259,12 @@ class LLMAgent:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+def _gateway_declined(exc: openai.APIStatusError) -> bool:
+    """Whether the gateway is not there (a bare 404) or will not forward to this endpoint (its address)."""
+    ours = exc.type == ERROR_TYPE
+    return (exc.status_code == 404 and not ours) or (ours and exc.code == "upstream_refused")
 
 
 def make_llm_agent(
@@ -236,6 +287,7 @@ def make_llm_agent(
     max_retries: int = 2,
     extra_body: dict[str, Any] | None = None,
     http_client: Any = None,
+    via_gateway: bool = True,
 ) -> LLMAgent:
     """Build the LLM agent for one OpenAI-compatible endpoint.
 
@@ -264,6 +316,8 @@ def make_llm_agent(
         max_retries: the openai client's retries on connection errors and 5xx/429.
         extra_body: extra JSON fields for the server (e.g. vLLM's ``chat_template_kwargs``).
         http_client: an HTTP client for the openai client (its own httpx flavour), or None.
+        via_gateway: call the model through the validator's inference gateway where a task
+            offers one (its tool calls are then attested); False always calls it directly.
 
     Returns:
         An :class:`LLMAgent`; ``await agent(request, call_tool)`` runs one episode.
@@ -287,6 +341,7 @@ def make_llm_agent(
         schema_max_string=schema_max_string,
         request_timeout_s=request_timeout_s,
         extra_body=extra_body,
+        via_gateway=via_gateway,
         **({"system_prompt": system_prompt} if system_prompt is not None else {}),
     )
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, http_client=http_client)

@@ -66,7 +66,9 @@ def reasoning_of(message: Any) -> str | None:
 async def run_call(call: ToolCall, call_tool: ToolCaller) -> ToolResult:
     """Run one tool call; arguments that are not a JSON object are an error result the model sees.
 
-    Such a call never reaches the tool server: its arguments cannot be sent as an object.
+    Such a call never reaches the tool server: its arguments cannot be sent as an object. The
+    model's own text goes with the parsed arguments (``raw``), so the call reaches the tool
+    server byte for byte as the model wrote it (what the validator attests).
     """
     text = call.function.arguments.strip() or "{}"
     try:
@@ -79,7 +81,7 @@ async def run_call(call: ToolCall, call_tool: ToolCaller) -> ToolResult:
         return ToolResult(
             content=f"Error: the arguments of {call.function.name} must be a JSON object.", error=True
         )
-    return await call_tool(call.function.name, arguments, call.id)
+    return await call_tool(call.function.name, arguments, call.id, raw=call.function.arguments)
 
 
 def wire_messages(messages: list[Message], *, tool_results_as_user: bool = False) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The round seed: which world a block falls in, and the seed derived from the seed block's hash."""
+"""The round seed: which world a block falls in, and the seed from the seed block's hash and the secret."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from arena.world.seed import WorldRound, round_seed, world_round_at
 
 HASH = "0x" + "ab" * 32
+SECRET = bytes(range(32))
 
 
 def test_a_block_falls_in_the_latest_world_whose_seed_block_exists() -> None:
@@ -26,24 +27,27 @@ def test_a_block_falls_in_the_latest_world_whose_seed_block_exists() -> None:
 
 
 def test_the_round_seed_is_the_documented_pure_function() -> None:
-    head = b"arena.round-seed/1" + (11).to_bytes(2, "big") + (3).to_bytes(8, "big")
-    expected = hashlib.sha256(head + bytes.fromhex("ab" * 32)).digest()
-    assert round_seed(HASH, netuid=11, round_index=3) == expected
-    assert round_seed(HASH[2:], netuid=11, round_index=3) == expected  # 0x optional
-    assert round_seed(bytes.fromhex("ab" * 32), netuid=11, round_index=3) == expected
+    head = b"arena.round-seed/2" + (11).to_bytes(2, "big") + (3).to_bytes(8, "big")
+    expected = hashlib.sha256(head + SECRET + bytes.fromhex("ab" * 32)).digest()
+    assert round_seed(HASH, netuid=11, round_index=3, secret=SECRET) == expected
+    assert round_seed(HASH[2:], netuid=11, round_index=3, secret=SECRET) == expected  # 0x optional
+    assert round_seed(bytes.fromhex("ab" * 32), netuid=11, round_index=3, secret=SECRET) == expected
     others = {
-        round_seed(HASH, netuid=12, round_index=3),
-        round_seed(HASH, netuid=11, round_index=4),
-        round_seed("0x" + "ac" * 32, netuid=11, round_index=3),
+        round_seed(HASH, netuid=12, round_index=3, secret=SECRET),
+        round_seed(HASH, netuid=11, round_index=4, secret=SECRET),
+        round_seed("0x" + "ac" * 32, netuid=11, round_index=3, secret=SECRET),
+        round_seed(HASH, netuid=11, round_index=3, secret=b"\x01" * 32),  # another validator's world
     }
-    assert expected not in others and len(others) == 3
+    assert expected not in others and len(others) == 4
 
 
 def test_a_round_seed_refuses_what_is_not_a_hash_or_out_of_range() -> None:
     for bad in ("", "0x", "0xzz"):
         with pytest.raises(ValueError):
-            round_seed(bad, netuid=1, round_index=0)
+            round_seed(bad, netuid=1, round_index=0, secret=SECRET)
     with pytest.raises(ValueError, match="out of range"):
-        round_seed(HASH, netuid=1 << 16, round_index=0)
+        round_seed(HASH, netuid=1 << 16, round_index=0, secret=SECRET)
     with pytest.raises(ValueError, match="out of range"):
-        round_seed(HASH, netuid=1, round_index=-1)
+        round_seed(HASH, netuid=1, round_index=-1, secret=SECRET)
+    with pytest.raises(ValueError, match="32 bytes"):
+        round_seed(HASH, netuid=1, round_index=0, secret=b"short")

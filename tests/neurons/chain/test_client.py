@@ -73,6 +73,49 @@ async def test_a_block_hash_is_read_only_once_the_block_exists(net: LocalNet) ->
     assert future is not None and future != past
 
 
+class _Unfinal(LocalSdkSubstrate):
+    """A node whose finality lags its best head by three blocks (as GRANDPA lags on finney)."""
+
+    async def finalized_block_number(self) -> int:
+        return await self.block_number() - 3
+
+
+async def test_a_seed_block_hash_is_read_only_once_the_block_is_final(net: LocalNet) -> None:
+    substrate = _Unfinal(LocalChain(net.path, clock=net.clock))
+    chain = BittensorChain(substrate, net.wallets["validator"], NETUID, connect=False)
+    net.clock.advance(12.0 * 10)
+    head = await chain.block()
+    # A block the best head holds but finality does not may still be reorganised away: two
+    # validators could then seed different worlds from one round.
+    assert await chain.block_hash(head) is None
+    assert await chain.block_hash(head - 2) is None
+    assert await chain.block_hash(head - 3) == await substrate.block_hash(head - 3)
+
+
+async def test_a_commitment_is_published_through_the_sdk_and_read_at_any_block(net: LocalNet) -> None:
+    chain = net.chain("validator")
+    assert await chain.commitment(chain.hotkey) is None
+    first = await chain.set_commitment("sa1 first")
+    assert first.success and first.block is not None
+    net.clock.advance(12.0 * 2)
+    second = await chain.set_commitment("sa1 second")
+    assert second.success and second.block == first.block + 2
+    net.clock.advance(12.0)  # the block it lands in is made
+    now = await net.chain("miner1").commitment(chain.hotkey)  # anyone reads it
+    assert now is not None and (now.text, now.block) == ("sa1 second", second.block)
+    then = await chain.commitment(chain.hotkey, block=first.block + 1)  # as an archive node answers
+    assert then is not None and (then.text, then.block, then.read_at) == (
+        "sa1 first",
+        first.block,
+        first.block + 1,
+    )
+    assert await chain.commitment(chain.hotkey, block=first.block - 1) is None
+    refused = await net.chain("stranger").set_commitment("sa1 not registered")
+    assert not refused.success and refused.code == "not_authorized"  # the SDK classes AccountNotAllowedCommit
+    with pytest.raises(ValueError, match="128 bytes"):
+        await chain.set_commitment("x" * 129)
+
+
 async def test_weight_rules_are_read_from_chain(make_net: Callable[..., LocalNet]) -> None:
     net = make_net(
         tempo=30, weights_rate_limit=7, weights_version=3, min_allowed_weights=2, reveal_period_epochs=2

@@ -29,7 +29,7 @@ from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.paths import record_paths
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
 from tests.neurons.conftest import LocalNet
-from tests.neurons.rig import failing_agent, serve_miners, wait_for_block, world_validator
+from tests.neurons.rig import failing_agent, next_world, serve_miners, world_validator
 
 runner = CliRunner()
 
@@ -221,19 +221,23 @@ def test_an_index_the_validator_recorded_elsewhere_is_named(tmp_path: Path) -> N
 # ------------------------------------------------------------------ the database of a validator
 
 
-async def _one_round(net: LocalNet, settings: ValidatorSettings) -> dict[str, Any] | None:
-    await wait_for_block(net, 2)  # the world's seed block
+async def _world_round(net: LocalNet, settings: ValidatorSettings) -> dict[str, Any] | None:
+    """The validator's first world round, and its export: a start commits its round secret, the next runs."""
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
+        await next_world(net)
+        first = await serve(settings, once=True, exporter=curation_exporter(settings))
+        assert first is not None and first["round"]["result"] == "no_commitment", first
+        await next_world(net)
         return await serve(settings, once=True, exporter=curation_exporter(settings))
 
 
 def test_curate_given_only_the_database_exports_what_its_validator_exported(
     make_net: Callable[..., LocalNet], world_base_dir: Path, tmp_path: Path
 ) -> None:
-    net = make_net(block_seconds=0.25)  # the seed block (2) is made half a second after genesis
+    net = make_net(block_seconds=0.25)  # a new world every 2 s
     settings = world_validator(net, tmp_path, world_base_dir)  # as the demo runs one
-    report = asyncio.run(_one_round(net, settings))
+    report = asyncio.run(_world_round(net, settings))
     assert report is not None and report["round"]["result"] == "ok" and report["failed"] == [], report
     own = settings.export_path()  # the validator's export job, converting on its own index and packs
     own_funnel = json.loads((own / "funnel.json").read_text())

@@ -203,6 +203,9 @@ def test_bad_input_exits_2(fixture_index_dir: Path, tasks_file: Path, tmp_path: 
         "eval", "--index", str(tmp_path / "missing"), "--tasks", str(tasks_file), "--agent", "scripted"
     )
     assert code == 2
+    scripted = ["eval", "--index", str(fixture_index_dir), "--tasks", str(tasks_file), "--agent", "scripted"]
+    code, _, stderr = run(*scripted, "--k", "0")  # the bound is the settings field's (ge=1)
+    assert code == 2 and "invalid eval settings" in stderr and "k\n" in stderr
 
 
 def test_resuming_with_other_settings_exits_2(

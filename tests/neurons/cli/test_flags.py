@@ -11,6 +11,7 @@ import typer
 from pydantic import BaseModel
 
 from neurons.cli import ArenaGroup
+from neurons.cli.evaluate import EVAL_FLAGS
 from neurons.cli.flags import (
     NEURON_FLAGS,
     Flag,
@@ -25,6 +26,7 @@ from neurons.cli.flags import (
 from neurons.cli.lazy import load_command
 from neurons.cli.miner import MINER_FLAGS
 from neurons.cli.validator import VALIDATOR_FLAGS
+from neurons.evaluation.settings import EvalSettings
 from neurons.miner.settings import MinerSettings
 from neurons.validator.settings import ValidatorSettings
 
@@ -35,6 +37,9 @@ COMMANDS: dict[str, tuple[type[BaseModel], tuple[Flag, ...], set[str]]] = {
     "validator": (ValidatorSettings, VALIDATOR_FLAGS, {"once", "json_output"}),
     "miner": (MinerSettings, MINER_FLAGS, set()),
 }
+# `arena eval`'s settings are its flags only (no ARENA_* variables); its other options are the run's.
+EVAL_OWN = {"ctx", "index", "tasks", "pool", "out", "as_json", "agent_option", "judge_url", "judge_model"}
+EVAL_OWN |= {"judge_format", "train_manifest", "limit", "resamples", "db", "upgrade_db", "world"}
 
 
 def disagreements(
@@ -75,6 +80,15 @@ def test_every_flag_names_a_documented_field_and_its_variable(name: str) -> None
         assert field.description, f"{flag.path} has no description for its help"
         assert env_name(settings, flag.path) in flag_help(settings, flag)
     assert {f.path for f in NEURON_FLAGS} <= {f.path for f in flags}  # chain, wallet, host, logs
+
+
+def test_every_eval_option_that_is_a_setting_is_its_field() -> None:
+    command = load_command("eval", ArenaGroup.lazy_commands["eval"])
+    assert disagreements(command, EvalSettings, EVAL_FLAGS, EVAL_OWN) == []
+    for flag in EVAL_FLAGS:
+        assert field_of(EvalSettings, flag.path).description, f"{flag.path} has no description"
+        assert "Env " not in flag_help(EvalSettings, flag)  # no variable sets it
+    assert flag_help(EvalSettings, Flag("k")) == "Samples per task. Default 8."
 
 
 def test_the_checker_catches_a_hand_written_option_that_drifted() -> None:

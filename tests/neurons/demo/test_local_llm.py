@@ -6,15 +6,25 @@ Needs `make install-local-llm`; run with `make test-local-llm`.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
+from arena.gateway import INFERENCE_PREFIX, Gateway
+from arena.httpguard import address_policy
+from arena.index import SearchIndex
+from arena.tools import ToolContext
+from arena.toolserver import create_tool_app
 from arena.types import ToolResult
 from neurons.demo.local_llm import LocalLLM, agent_options, server_available
-from neurons.miner.agents.contract import AgentRequest
+from neurons.miner.agents.contract import AgentRequest, GatewayAccess
 from neurons.miner.agents.llm import make_llm_agent
+from neurons.miner.tool_client import EpisodeTools
+from tests.neurons.standins import serve_app
 
 pytestmark = [
     pytest.mark.local_llm,
@@ -107,7 +117,9 @@ class FakeTools:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         self.calls.append((name, arguments))
         if name == "find_product":
             return ToolResult(content=json.dumps(HITS))
@@ -153,3 +165,41 @@ async def test_the_local_model_emits_valid_tool_calls(server: LocalLLM, query: s
     # Every call reached the tools with the arguments the model wrote.
     assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == fake.calls
     assert out.usage is not None and out.usage.completion_tokens > 0
+
+
+async def test_the_local_model_through_the_validators_gateway_makes_attested_calls(
+    server: LocalLLM, fixture_index: SearchIndex
+) -> None:
+    # The demo's path: the miner's agent calls the embedded model through the validator's
+    # gateway (loopback allowed, as the demo's validator sets it); its calls are all attested.
+    registry = EpisodeRegistry(EpisodeTokens(b"d" * 32))
+    gateway = Gateway(registry, address_policy(["127.0.0.0/8"]))
+    app = create_tool_app(ToolContext(index=fixture_index), registry=registry)
+    app.include_router(gateway.router())
+    try:
+        async with serve_app(app, force_exit=True) as url, httpx.AsyncClient() as http:
+            episode_id, token = registry.open_episode("t", "hk", Budgets(10, 600.0))
+            tools = EpisodeTools(
+                http, base_url=url, token=token, max_calls=10, deadline=time.monotonic() + 600
+            )
+            access = GatewayAccess(base_url=f"{url}{INFERENCE_PREFIX}", token=token)
+            request = AgentRequest(
+                task_id="t",
+                episode_id=episode_id,
+                query="I'm looking for running shoes.",
+                tools=tuple(sb1_tools()),
+                max_steps=3,
+                deadline_s=600,
+                gateway=access,
+            )
+            async with make_llm_agent(server.base_url, server.model, **agent_options()) as agent:
+                out = await agent(request, tools)
+    finally:
+        await gateway.aclose()
+    log = registry.log(episode_id)
+    assert out.stop != "model_error", out
+    assert log and [e.nonce_status for e in log] == ["valid"] * len(log)
+    # On a loaded CPU an exchange may time out upstream (the miner's, and retried); every call
+    # the tool server received came out of a completion the gateway served.
+    served = [e for e in registry.inference_log(episode_id) if e.outcome == "ok"]
+    assert sum(e.tool_calls for e in served) >= len(log)

@@ -44,7 +44,9 @@ class Calls:
     def __init__(self) -> None:
         self.made: list[tuple[str, dict[str, Any]]] = []
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         self.made.append((name, arguments))
         return ToolResult(content='[{"product_id": "p1", "title": "red scarf"}]')
 

@@ -43,6 +43,20 @@ async def test_call_sends_token_call_id_and_arguments() -> None:
     assert json.loads(request.content) == {"q": "tea"}
 
 
+async def test_the_models_own_text_is_sent_byte_for_byte() -> None:
+    bodies: list[bytes] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.content)
+        return httpx.Response(
+            200, json={"call_id": "c", "tool": "x", "content": "[]", "error": False, "seq": 0}
+        )
+
+    raw = '{"q":   "thé vert",\n "page": 1}'
+    await tools_with(httpx.MockTransport(handle))("find_product", json.loads(raw), "c", raw=raw)
+    assert bodies == [raw.encode("utf-8")]
+
+
 async def test_tool_error_results_pass_through() -> None:
     def handle(request: httpx.Request) -> httpx.Response:
         return httpx.Response(

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from arena.index import SearchIndex
 from arena.types import FunctionCall, Message, ToolCall, ToolResult, Trajectory
+from judging.config import JudgeCalls
 from judging.errors import JudgeRefused
 from judging.judge import JudgeConfig
 from judging.scores import MinerStanding, ScorePolicy, standings
@@ -360,7 +361,9 @@ async def test_a_judge_outage_is_stored_unscored_and_never_moves_weights(
     net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
 ) -> None:
     # judge_zeroed: the judge is asked about every trajectory, so every one meets the outage.
-    config = JudgeConfig(catalog_version=synth_index.catalog_version, judge_retries=0, judge_zeroed=True)
+    config = JudgeConfig(
+        catalog_version=synth_index.catalog_version, calls=JudgeCalls(retries=0), judge_zeroed=True
+    )
     before = counter("arena_judge_unscored_total", cause="error")
     async with running_rig(
         net,
@@ -396,7 +399,9 @@ class RefusingJudge:
 async def test_a_judge_refusal_is_counted_and_never_leaves_the_weights_window(
     net: LocalNet, synth_index: SearchIndex, sessions: sessionmaker[Session]
 ) -> None:
-    config = JudgeConfig(catalog_version=synth_index.catalog_version, judge_retries=2, judge_zeroed=True)
+    config = JudgeConfig(
+        catalog_version=synth_index.catalog_version, calls=JudgeCalls(retries=2), judge_zeroed=True
+    )
     before = REGISTRY.get_sample_value("arena_judge_refusals_total") or 0.0
     async with running_rig(
         net,

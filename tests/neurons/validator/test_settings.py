@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from judging.config import JudgeConfig
+from judging.config import JudgeCalls, JudgeConfig
 from neurons.validator.settings import RENAMED, ClientLimits, PoolConfig, RoundConfig, ValidatorSettings
 
 pytestmark = pytest.mark.usefixtures("no_arena_env")
@@ -75,9 +75,33 @@ def test_an_unknown_keyword_is_refused_not_ignored() -> None:
         vsettings(tasks_per_round=3)
 
 
+def test_the_judges_timeout_and_retries_have_one_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert vsettings().judge.calls == JudgeCalls() == JudgeConfig().calls
+    monkeypatch.setenv("ARENA_JUDGE__TIMEOUT", "30")
+    monkeypatch.setenv("ARENA_JUDGE__RETRIES", "0")
+    loaded = vsettings()
+    # The section's fields are JudgeCalls' own, so what the validator reads is what the judge gets.
+    assert loaded.judge.calls == JudgeCalls(timeout=30.0, retries=0)
+    for name, field in JudgeCalls.model_fields.items():
+        inherited = type(loaded.judge).model_fields[name]
+        assert (inherited.default, inherited.description, inherited.metadata) == (
+            field.default,
+            field.description,
+            field.metadata,
+        )
+
+
 def test_the_turn_cap_is_the_judges_default_and_leaves_room_for_the_tool_budget() -> None:
     assert RoundConfig().max_turns == JudgeConfig().max_turns == 200
     assert vsettings(round={"max_turns": 120}).round.max_turns == 120
     # 120 tool calls take at least 240 messages: a cap of 200 would reject honest episodes.
     with pytest.raises(ValueError, match="max_turns"):
         RoundConfig(max_tool_calls=120)
+
+
+def test_a_placeholder_validator_secret_is_refused() -> None:
+    # It keys the round secrets committed on chain: a template value would be anyone's.
+    for placeholder in ("replace0with0a0fourth0random0string", "changeme-changeme-changeme"):
+        with pytest.raises(ValueError, match="token_secret is a placeholder"):
+            vsettings(token_secret=placeholder)
+    assert vsettings(token_secret="a-long-random-token-secret").token_secret is not None

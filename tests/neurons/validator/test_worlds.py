@@ -2,72 +2,85 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import select
 
 from arena.index import SearchIndex
 from arena.tools import ToolContext
+from arena.world.commitment import parse_commitment
 from arena.world.compile import compile_world
 from arena.world.pack import TASKS
-from arena.world.seed import WorldRound, base_hash, round_seed
+from arena.world.seed import WorldRound, round_seed
 from judging.judge import JudgeConfig
 from judging.types import ShopperEvidence
 from judging.world import WorldJudging, world_lookup
-from neurons.chain.wallets import register_wallet
+from neurons.chain.chaintypes import ChainCommitment, Submission
 from neurons.miner.agents.contract import AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.agents.scripted import scripted_agent
-from neurons.validator.process import serve
 from neurons.validator.rounds import run_round
-from neurons.validator.settings import ValidatorSettings, WorldConfig
-from neurons.validator.worlds import RoundWorld, load_or_compile, pack_directory, round_world
-from storage import repository
-from storage.db import make_engine, make_sessionmaker
-from storage.models import EpisodeRow, JudgmentRow
-from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.rig import (
-    all_traces,
-    failing_agent,
-    make_sessions,
-    running_rig,
-    serve_miners,
-    wait_for_block,
-    world_validator,
+from neurons.validator.settings import WorldConfig
+from neurons.validator.worlds import (
+    RoundWorld,
+    WorldKeys,
+    WorldSkip,
+    load_or_compile,
+    pack_directory,
+    round_world,
 )
+from tests.neurons.conftest import NETUID, LocalNet
+from tests.neurons.rig import all_traces, make_sessions, running_rig
 
 HASH = "0x" + "ab" * 32
+SECRET = bytes(range(32))
+KEYS = WorldKeys(secrets=b"s" * 32, seal=b"c" * 32)
 
 
-class Hashes:
-    """A chain that has produced blocks up to ``head`` (each hash fixed by its number)."""
+class Chain:
+    """A chain that has made blocks up to ``head`` (each hash fixed by its number), with commitments.
 
-    def __init__(self, head: int) -> None:
-        self.head, self.reads = head, 0
+    Our commitment is kept per block, as an archive node answers a read at an old block.
+    """
+
+    def __init__(self, head: int, hotkey: str = "5Validator") -> None:
+        self.head, self.hotkey, self.reads = head, hotkey, 0
+        self.posted: list[tuple[int, str]] = []  # (block, text) of each commitment we sent
 
     async def block_hash(self, block: int) -> str | None:
         self.reads += 1
         return None if block > self.head else "0x" + f"{block:064x}"
 
+    async def commitment(self, hotkey: str, *, block: int | None = None) -> ChainCommitment | None:
+        at = self.head if block is None else block
+        kept = [(b, text) for b, text in self.posted if b <= at and hotkey == self.hotkey]
+        return (
+            ChainCommitment(hotkey=hotkey, text=kept[-1][1], block=kept[-1][0], read_at=at) if kept else None
+        )
+
+    async def set_commitment(self, text: str) -> Submission:
+        self.posted.append((self.head, text))
+        return Submission(success=True, message="Success", block=self.head)
+
 
 def test_a_pack_is_compiled_once_then_loaded_and_a_corrupt_cache_compiled_again(
     world_base: SearchIndex, tmp_path: Path
 ) -> None:
-    seed = round_seed(HASH, netuid=NETUID, round_index=0)
-    first, source = load_or_compile(world_base, seed, tmp_path)
+    seed = round_seed(HASH, netuid=NETUID, round_index=0, secret=SECRET)
+    directory = pack_directory(tmp_path, "5Validator", 0)
+    assert directory == tmp_path / "5Validator-r0"  # kept per (validator, round)
+    first, source = load_or_compile(world_base, seed, directory, seal_key=KEYS.seal)
     assert source == "compiled" and first.tasks
-    directory = pack_directory(tmp_path, seed, base_hash(world_base))
-    assert (directory / "manifest.json").is_file()
-    again, source = load_or_compile(world_base, seed, tmp_path)
+    assert (directory / "manifest.json").is_file() and (directory / "seal").is_file()
+    again, source = load_or_compile(world_base, seed, directory, seal_key=KEYS.seal)
     assert source == "cached" and again == first
     (directory / TASKS).write_bytes(b"{}\n")  # tampered: refused, compiled again over it
-    repaired, source = load_or_compile(world_base, seed, tmp_path)
+    repaired, source = load_or_compile(world_base, seed, directory, seal_key=KEYS.seal)
     assert source == "compiled" and repaired == first
+    # Another validator's seal key does not vouch for our pack: compiled again, under its seal.
+    other, source = load_or_compile(world_base, seed, directory, seal_key=b"x" * 32)
+    assert source == "compiled" and other == first
     # The export's converter finds the world of a stored episode by its pack hash.
     lookup = world_lookup(tmp_path, world_base)
     found = lookup(first.manifest.pack_hash)
@@ -75,12 +88,12 @@ def test_a_pack_is_compiled_once_then_loaded_and_a_corrupt_cache_compiled_again(
     assert lookup("0" * 64) is None
 
 
-async def test_the_world_follows_the_chain_and_is_kept_within_its_round(
+async def test_the_world_follows_the_chain_and_our_commitment_and_is_kept_within_its_round(
     world_base: SearchIndex, tmp_path: Path
 ) -> None:
     config = WorldConfig(enabled=True, period_blocks=10, delay_blocks=3)
 
-    async def world(chain: Hashes, block: int, current: Any = None) -> Any:
+    async def world(chain: Chain, block: int, current: Any = None) -> Any:
         return await round_world(
             chain,
             world_base,
@@ -89,73 +102,42 @@ async def test_the_world_follows_the_chain_and_is_kept_within_its_round(
             block=block,
             toolset="sb-1",
             cache=tmp_path,
+            keys=KEYS,
             current=current,
         )
 
-    assert await world(Hashes(2), 2) is None  # before the first seed block: no world, no guess
-    assert await world(Hashes(2), 9) is None  # the node lags behind the block we were told
-    chain = Hashes(12)
-    first = await world(chain, 12)
-    assert first is not None and (first.at.index, first.at.seed_block) == (0, 3)
-    assert first.block_hash == "0x" + f"{3:064x}" and first.context.index is first.overlay
+    assert await world(Chain(2), 2) == WorldSkip("unseeded")  # before the first seed block: no guess
+    assert (await world(Chain(2), 9)).reason == "unseeded"  # the node's final head lags behind
+    chain = Chain(12)
+    # No secret of ours on chain before world 0's seed block: the anchor goes out, world 0 is skipped.
+    skipped = await world(chain, 12)
+    assert isinstance(skipped, WorldSkip) and skipped.reason == "uncommitted"
+    assert [(b, t.split()[:2]) for b, t in chain.posted] == [(12, ["sa1", "0"])]
+    assert await world(chain, 12) == skipped and len(chain.posted) == 1  # not sent twice
+    chain.head = 14  # world 1 is seeded by block 13; the anchor was on chain at block 12
+    first = await world(chain, 14)
+    assert isinstance(first, RoundWorld) and (first.at.index, first.at.seed_block) == (1, 13)
+    assert first.block_hash == "0x" + f"{13:064x}" and first.context.index is first.overlay
+    assert len(chain.posted) == 1  # nothing to reveal yet: world 1 is the chain's first
     reads = chain.reads
-    assert await world(chain, 12, first) is first and chain.reads == reads  # same round: not read again
-    chain.head = 14
-    second = await world(chain, 13, first)
-    assert second is not None and second.at.index == 1 and second.pack_hash != first.pack_hash
-
-
-def _stored(settings: ValidatorSettings) -> dict[str, Any]:
-    """Round 0's world and tasks, and each (task, miner)'s outcome, from one validator's database."""
-    engine = make_engine(settings.database_url())
-    try:
-        with make_sessionmaker(engine)() as session:
-            record = repository.get_round(session, round_id=0)
-            assert record is not None and record.stats is not None
-            episodes = {row.episode_id: row for row in session.scalars(select(EpisodeRow))}
-            outcomes = {
-                (row.task_id, row.miner_hotkey): (
-                    row.success,
-                    row.score,
-                    row.end_reason,
-                    row.outcome,
-                    [(c["name"], c["value"]) for c in row.checks],
-                    row.world_id,
-                    row.pack_hash,
-                    episodes[row.episode_id].world_id,
-                )
-                for row in session.scalars(select(JudgmentRow))
-            }
-            return {"world": record.stats["world"], "tasks": record.task_ids, "outcomes": outcomes}
-    finally:
-        engine.dispose()
-
-
-async def test_two_validators_serve_the_same_world_tasks_and_outcomes(
-    make_net: Callable[..., LocalNet], world_base_dir: Path, tmp_path: Path
-) -> None:
-    net = make_net(block_seconds=0.25)  # the seed block (2) is made half a second after genesis
-    register_wallet(net.path, net.wallets["stranger"], stake=1000.0, validator_permit=True)
-    first = world_validator(net, tmp_path, world_base_dir, "validator")
-    second = world_validator(net, tmp_path, world_base_dir, "stranger")
-    await wait_for_block(net, 2)  # the seed block
-    async with AsyncExitStack() as stack:
-        await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
-        reports = await asyncio.gather(serve(first, once=True), serve(second, once=True))
-    for report in reports:
-        assert report is not None and report["round"]["result"] == "ok", report
-    one, other = _stored(first), _stored(second)
-    assert one["world"]["pack_hash"] == other["world"]["pack_hash"]  # the same world, compiled apart
-    assert one["world"]["world_id"] == other["world"]["world_id"] and one["world"]["source"] == "compiled"
-    assert one["world"]["seed_block"] == 2 and one["world"]["block_hash"] == other["world"]["block_hash"]
-    assert len(one["tasks"]) == 3 and one["tasks"] == other["tasks"]  # identical tasks, in order
-    assert len(one["outcomes"]) == 6 and one["outcomes"] == other["outcomes"]  # identical outcomes per miner
-    ends = {value[2] for value in one["outcomes"].values()}
-    assert ends == {"completed", "miner_error"}
-    assert {value[5] for value in one["outcomes"].values()} == {one["world"]["world_id"]}
-    assert {value[7] for value in one["outcomes"].values()} == {one["world"]["world_id"]}
-    # The pack each compiled is cached by its seed; a restart would load it, not compile it again.
-    assert list(first.world_cache_path().iterdir()) and list(second.world_cache_path().iterdir())
+    assert await world(chain, 15, first) is first and chain.reads == reads  # same round: not read again
+    chain.head = 24
+    second = await world(chain, 24, first)
+    assert isinstance(second, RoundWorld) and second.at.index == 2 and second.pack_hash != first.pack_hash
+    record = parse_commitment(chain.posted[-1][1])  # entering world 2 revealed world 1's secret
+    assert record is not None and record.revealed_round == 1 and record.reveal_holds()
+    # The secret revealed is the one world 1 ran on: anyone recompiles its pack from public data.
+    secret = record.secret(1)
+    assert secret is not None
+    seed = round_seed(first.block_hash, netuid=NETUID, round_index=1, secret=secret)
+    assert compile_world(seed, world_base).manifest.pack_hash == first.pack_hash
+    # A validator whose anchor landed after a world's seed block does not serve that world.
+    late = Chain(24)
+    assert (await world(late, 24)).reason == "uncommitted"
+    late.posted = [(23, late.posted[0][1])]  # as if it landed at block 23, after world 2's seed block
+    assert (await world(late, 24)).reason == "uncommitted"
+    late.head = 34
+    assert isinstance(await world(late, 34), RoundWorld)
 
 
 def test_world_rounds_are_off_by_default_and_the_delay_stays_inside_the_period() -> None:

@@ -105,7 +105,9 @@ def test_system_prompts_document_ask_user_only_where_it_is_offered() -> None:
 
 
 async def test_the_llm_agent_sends_the_ask_user_prompt_with_arena_3() -> None:
-    async def tools(name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def tools(
+        name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         return ToolResult(content=json.dumps({"answer": "No preference beyond what I already said."}))
 
     script: list[Any] = [reply_calls(("terminate", {"status": "failure"}))]

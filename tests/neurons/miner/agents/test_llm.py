@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 
+from arena.episode import Budgets, EpisodeRegistry, EpisodeTokens
+from arena.gateway import INFERENCE_PREFIX, Gateway
+from arena.httpguard import AddressPolicy, address_policy
 from arena.types import ToolResult
-from neurons.miner.agents.contract import AgentRequest, prompt_text
+from neurons.miner.agents.contract import AgentRequest, GatewayAccess, prompt_text
 from neurons.miner.agents.llm import make_llm_agent
 from tests.neurons.chat_stub import ChatStub, Delay, reply_calls, reply_text, tool_call
+from tests.neurons.standins import serve_app
 
 TOOLS = (
     {
@@ -66,9 +73,13 @@ class FakeTools:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any], str]] = []
+        self.raws: list[str | None] = []
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         self.calls.append((name, arguments, call_id))
+        self.raws.append(raw)
         if name == "find_product":
             return ToolResult(content=HITS)
         if name == "recommend_product":
@@ -352,3 +363,59 @@ async def test_a_call_slower_than_the_request_timeout_is_a_model_error_not_a_dea
         async with make_llm_agent(stub.base_url, "m", request_timeout_s=0.3, max_retries=0) as agent:
             out = await agent(request(deadline_s=30.0), FakeTools())
     assert out.stop == "model_error"
+
+
+async def test_tool_calls_go_out_with_the_models_own_text() -> None:
+    spaced = '{"q":   "nike running",\n "page": 1}'
+    tools = FakeTools()
+    script = [{"role": "assistant", "content": None, "tool_calls": [tool_call("find_product", spaced, "c1")]}]
+    script.append(reply_calls(("terminate", {"status": "success"})))
+    async with ChatStub(script) as stub:
+        async with make_llm_agent(stub.base_url, "stub-model") as agent:
+            await agent(request(), tools)
+    assert tools.raws[0] == spaced and tools.calls[0][1] == {"q": "nike running", "page": 1}
+
+
+@asynccontextmanager
+async def gateway_for(policy: AddressPolicy) -> AsyncIterator[tuple[EpisodeRegistry, GatewayAccess, str]]:
+    """A validator's gateway on loopback, with one open episode: (registry, its access, the episode id)."""
+    registry = EpisodeRegistry(EpisodeTokens(b"g" * 32))
+    gateway = Gateway(registry, policy)
+    app = FastAPI()
+    app.include_router(gateway.router())
+    try:
+        async with serve_app(app, force_exit=True) as url:
+            episode_id, token = registry.open_episode("t-1", "hk", Budgets(10, 60.0))
+            yield registry, GatewayAccess(base_url=f"{url}{INFERENCE_PREFIX}", token=token), episode_id
+    finally:
+        await gateway.aclose()
+
+
+async def test_the_model_is_called_through_the_gateway_where_the_task_offers_one() -> None:
+    async with ChatStub(solving_script()) as stub, gateway_for(address_policy(["127.0.0.0/8"])) as gw:
+        registry, access, episode_id = gw
+        async with make_llm_agent(stub.base_url, "stub-model") as agent:
+            out = await agent(request(gateway=access), FakeTools())
+    assert out.stop == "terminated" and len(stub.requests) == 3
+    exchanges = registry.inference_log(episode_id)
+    assert [e.outcome for e in exchanges] == ["ok"] * 3
+    assert [json.loads(e.request)["messages"] for e in exchanges] == [r["messages"] for r in stub.requests]
+
+
+async def test_a_gateway_refusing_the_endpoint_sends_the_agent_to_its_model_directly() -> None:
+    async with ChatStub(solving_script()) as stub, gateway_for(address_policy()) as gw:
+        registry, access, episode_id = gw
+        async with make_llm_agent(stub.base_url, "stub-model") as agent:
+            out = await agent(request(gateway=access), FakeTools())
+    assert out.stop == "terminated" and len(stub.requests) == 3  # all three straight to the model
+    assert [e.outcome for e in registry.inference_log(episode_id)] == ["refused"]  # asked once
+
+
+async def test_without_a_gateway_or_with_it_off_the_agent_calls_its_model_directly() -> None:
+    async with ChatStub(solving_script() * 2) as stub:
+        absent = GatewayAccess(base_url=f"{stub.base_url.removesuffix('/v1')}{INFERENCE_PREFIX}", token="t")
+        async with make_llm_agent(stub.base_url, "stub-model") as agent:
+            out = await agent(request(gateway=absent), FakeTools())  # 404: no gateway there
+        async with make_llm_agent(stub.base_url, "stub-model", via_gateway=False) as agent:
+            off = await agent(request(gateway=absent), FakeTools())
+    assert out.stop == off.stop == "terminated" and len(stub.requests) == 6

@@ -23,7 +23,9 @@ class FakeWorld:
         self.products = {p.product_id: p for p in products}
         self.calls: list[tuple[str, dict[str, Any], str]] = []
 
-    async def __call__(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+    async def __call__(
+        self, name: str, arguments: dict[str, Any], call_id: str, *, raw: str | None = None
+    ) -> ToolResult:
         self.calls.append((name, arguments, call_id))
         if name == "find_product":
             return ToolResult(content=json.dumps(self.find(arguments), ensure_ascii=False))

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from judging.convert import load_trajectory, trajectory_from_oro
+from arena.oro_steps import load_trajectory, trajectory_from_oro
 from judging.format import pairing_problems
 
 QUERY = "Find dental elastics available with LazMall perks, priced above 10 PHP."
