@@ -11,7 +11,7 @@
 
 Adding a format is a module holding its ``Format`` (schema, row builder, row checks, card line)
 and its entry below; the export, the card and ``arena curate --format`` take it from there
-(docs/recipes/export-format.md).
+(docs/recipes/add-an-export-format.md).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A stage's name is its key in ``funnel.json``, in the funnel's counts and in the
 ``arena_curation_rows`` metric. The per-trace stages (those with a ``gate``) run in this order
 on every trace still in the main stream; adding one is a module with its gate and an entry here
-(docs/recipes/curation-stage.md).
+(docs/recipes/add-a-curation-stage.md).
 """
 
 from __future__ import annotations
