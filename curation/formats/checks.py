@@ -1,134 +1,42 @@
-"""The export formats as TRL documents them: one row schema (``datasets.Features``) and one validator each.
+"""The checks every export row goes through before it is written, and those the formats share.
 
-- sft: ``messages``, ``tools``; conversational language modeling with tools (``SFTTrainer``);
-- kto: ``prompt``, ``completion``, ``label``, ``tools``; conversational unpaired preference
-  (``KTOTrainer``);
-- dpo: ``prompt``, ``chosen``, ``rejected``, ``tools``; conversational preference with an
-  explicit prompt (``DPOTrainer``);
-- grpo: ``prompt``, ``tools``, ``task_id``, ``intent``, ``ground_truth``, ``observed_rewards``,
-  ``observed_success``, ``observed_turn_rewards``; conversational prompt-only, the extra
-  columns reach the reward functions (``GRPOTrainer``).
-
-SFT, KTO and DPO rows also carry the provenance columns (``PROVENANCE_COLUMNS``): ``origin``
-(``native``: the miner's own trace; ``converted``: rewritten by ``curation.conversion``) and, for
-a converted row, ``source_hash`` (the source trace's content hash), ``converter_version`` and
-``writer`` (``template/<n>`` or ``teacher:<model>@<prompt hash>``); trainers may filter on them.
-Every row of the four formats carries the world columns (``WORLD_COLUMNS``): ``world_id`` and
-``pack_hash`` of the world pack the trace (or the GRPO row's task) ran on, both null for static
-``sb-1`` tasks.
-
-Messages follow ``curation.chat`` (six keys, tool-call ``arguments`` a dict). SFT, KTO and DPO
-pass a row's ``tools`` to the chat template. In Parquet, ``arguments``, each tool schema and
-``ground_truth`` are ``datasets.Json`` columns: stored as JSON text, read back as the same
-objects, so arguments with different keys never get each other's keys filled with None (what
-Arrow's struct inference does).
+``validate_row`` checks a row's exact columns and its tools, then the format's own checks
+(``Format.check``: its conversations, labels, ground truth...), then the provenance and world
+columns where the format has them. The shared pieces (``conversation``, ``prompt``) are what the
+formats' own checks are made of: messages with exactly the six keys, roles in order, every call
+of a tool in ``tools`` with a dict of arguments, every call answered by one tool message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
-
-from datasets import Features, Json, List, Value
 
 from curation.chat import MESSAGE_KEYS
 from curation.errors import RowError
+from curation.formats.format import ORIGINS, PROVENANCE_COLUMNS, WORLD_COLUMNS, Format
 
-FORMATS: tuple[str, ...] = ("sft", "kto", "dpo", "grpo")
 ROLES = ("system", "user", "assistant", "tool")
 
-_MESSAGE = {
-    "role": Value("string"),
-    "content": Value("string"),
-    "reasoning_content": Value("string"),
-    "tool_calls": List(
-        {
-            "id": Value("string"),
-            "type": Value("string"),
-            "function": {"name": Value("string"), "arguments": Json()},
-        }
-    ),
-    "tool_call_id": Value("string"),
-    "name": Value("string"),
-}
-_CONVERSATION = List(_MESSAGE)
-_TOOLS = List(Json())
-PROVENANCE_COLUMNS = ("origin", "source_hash", "converter_version", "writer")
-ORIGINS = ("native", "converted")
-_PROVENANCE = {name: Value("string") for name in PROVENANCE_COLUMNS}
-WORLD_COLUMNS = ("world_id", "pack_hash")
-_WORLD = {name: Value("string") for name in WORLD_COLUMNS}
 
-FEATURES: dict[str, Features] = {
-    "sft": Features({"messages": _CONVERSATION, "tools": _TOOLS, **_PROVENANCE, **_WORLD}),
-    "kto": Features(
-        {
-            "prompt": _CONVERSATION,
-            "completion": _CONVERSATION,
-            "label": Value("bool"),
-            "tools": _TOOLS,
-            **_PROVENANCE,
-            **_WORLD,
-        }
-    ),
-    "dpo": Features(
-        {
-            "prompt": _CONVERSATION,
-            "chosen": _CONVERSATION,
-            "rejected": _CONVERSATION,
-            "tools": _TOOLS,
-            **_PROVENANCE,
-            **_WORLD,
-        }
-    ),
-    "grpo": Features(
-        {
-            "prompt": _CONVERSATION,
-            "tools": _TOOLS,
-            "task_id": Value("string"),
-            "intent": Value("string"),
-            "ground_truth": Json(),
-            "observed_rewards": List(Value("float64")),
-            "observed_success": List(Value("bool")),
-            "observed_turn_rewards": List(List(Value("float64"))),
-            **_WORLD,
-        }
-    ),
-}
-
-
-def validate_row(fmt: str, row: dict[str, Any]) -> None:
-    """Check one row against its format's documented TRL shape (see the module table).
+def validate_row(fmt: Format, row: dict[str, Any]) -> None:
+    """Check one row against its format's documented TRL shape.
 
     Raises:
         RowError: with every problem found, the first few named.
     """
     problems: list[str] = []
-    expected = set(FEATURES[fmt])
+    expected = set(fmt.features)
     if set(row) != expected:
         problems.append(f"columns {sorted(row)} are not {sorted(expected)}")
     else:
-        names = _tools(row["tools"], problems)
-        if fmt == "sft":
-            _conversation(row["messages"], "messages", names, problems, prompt_first=True)
-        else:
-            _prompt(row["prompt"], problems)
-        if fmt == "kto":
-            _conversation(row["completion"], "completion", names, problems)
-            if not isinstance(row["label"], bool):
-                problems.append("label must be a bool")
-        if fmt == "dpo":
-            _conversation(row["chosen"], "chosen", names, problems)
-            _conversation(row["rejected"], "rejected", names, problems)
-            if row["chosen"] == row["rejected"]:
-                problems.append("chosen and rejected are the same")
-        if fmt == "grpo":
-            _grpo(row, problems)
-        else:
+        names = _tools(row["tools"], problems) if "tools" in expected else set()
+        fmt.check(row, names, problems)
+        if fmt.provenance:
             _provenance(row, problems)
-        _world(row, problems)
+        if set(WORLD_COLUMNS) <= expected:
+            _world(row, problems)
     if problems:
-        raise RowError(f"invalid {fmt} row: " + "; ".join(problems[:5]))
+        raise RowError(f"invalid {fmt.name} row: " + "; ".join(problems[:5]))
 
 
 def _provenance(row: dict[str, Any], problems: list[str]) -> None:
@@ -214,15 +122,16 @@ def _calls(item: dict[str, Any], where: str, names: set[str], problems: list[str
     return ids
 
 
-def _conversation(
+def conversation(
     messages: Any, column: str, names: set[str], problems: list[str], *, prompt_first: bool = False
 ) -> None:
+    """Check a completion (from the assistant on) or, with ``prompt_first``, a whole conversation."""
     if not isinstance(messages, list) or not messages:
         problems.append(f"{column} must be a non-empty list of messages")
         return
     start = 0
     if prompt_first:
-        start = _prompt(messages, problems, column=column, whole=False)
+        start = prompt(messages, problems, column=column, whole=False)
     elif isinstance(messages[0], dict) and messages[0].get("role") != "assistant":
         problems.append(f"{column} must start with an assistant message")
     pending: set[str] = set()
@@ -244,7 +153,7 @@ def _conversation(
         problems.append(f"{column}: tool calls without a result: {sorted(pending)}")
 
 
-def _prompt(messages: Any, problems: list[str], *, column: str = "prompt", whole: bool = True) -> int:
+def prompt(messages: Any, problems: list[str], *, column: str = "prompt", whole: bool = True) -> int:
     """Check a system? + user prompt; return how many messages it takes."""
     if not isinstance(messages, list) or not messages:
         problems.append(f"{column} must be a non-empty list of messages")
@@ -256,17 +165,3 @@ def _prompt(messages: Any, problems: list[str], *, column: str = "prompt", whole
     for index, item in enumerate(messages[:length]):
         _message(item, f"{column}[{index}]", problems)
     return length
-
-
-def _grpo(row: dict[str, Any], problems: list[str]) -> None:
-    truth = row["ground_truth"]
-    if not isinstance(truth, dict) or not isinstance(truth.get("gold"), list) or not truth["gold"]:
-        problems.append("ground_truth must be the task's definition with its gold items")
-    lengths = {len(row[k]) for k in ("observed_rewards", "observed_success", "observed_turn_rewards")}
-    if len(lengths) != 1:
-        problems.append("observed_* columns must have one entry per observed episode")
-    rewards: Sequence[Any] = row["observed_rewards"]
-    if any(not isinstance(r, float | int) or not 0 <= r <= 1 for r in rewards):
-        problems.append("observed_rewards must be scores in [0, 1]")
-    if not isinstance(row["task_id"], str) or not row["task_id"]:
-        problems.append("task_id must be a non-empty string")
