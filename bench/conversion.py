@@ -53,6 +53,7 @@ sys.path.insert(0, str(ROOT))  # the harness traces are built by the tests' worl
 from arena.catalog import write_products  # noqa: E402
 from arena.index import build_index, open_index  # noqa: E402
 from arena.synth import iter_synth_products  # noqa: E402
+from curation.config import CurationConfig  # noqa: E402
 from curation.conversion.convert import Converter, ConverterSpec, convert_judged, run_now, source_hash  # noqa: E402
 from curation.conversion.facts import task_facts  # noqa: E402
 from curation.conversion.lines import conversion_line, converted_line  # noqa: E402
@@ -70,7 +71,6 @@ from curation.conversion.results import Converted  # noqa: E402
 from curation.conversion.template import TemplateWriter  # noqa: E402
 from curation.conversion.writing import TraceWriter, memoised  # noqa: E402
 from curation.export import curate_and_export  # noqa: E402
-from curation.gates import CurationConfig  # noqa: E402
 from judging.axis import axis_for_miner, narration_template_share  # noqa: E402
 from neurons.batch import batch_collector  # noqa: E402
 from storage import repository  # noqa: E402
@@ -264,7 +264,7 @@ def curation(
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu += (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        stages = {s["stage"]: s for s in funnel["stages"]}
+        stages = funnel["stages"]
         exported = sorted((root / f"export-{name}").rglob("*.jsonl"))
         figures[name] = {
             "workers": count.count,

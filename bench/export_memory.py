@@ -81,8 +81,8 @@ def fill(url: str, n: int, chars: int) -> int:
 
 def child(url: str, out: str) -> None:
     """Run one export and print its figures as JSON (in a fresh process)."""
+    from curation.config import CurationConfig
     from curation.export import curate_and_export
-    from curation.gates import CurationConfig
     from storage.db import make_engine, make_sessionmaker
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

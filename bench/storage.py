@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT))  # the synthetic traces and the PostgreSQL harness
 from sqlalchemy import Engine, text  # noqa: E402
 
 from arena.clusters import assign_clusters  # noqa: E402
+from curation.config import CurationConfig  # noqa: E402
 from curation.export import curate_and_export  # noqa: E402
-from curation.gates import CurationConfig  # noqa: E402
 from neurons.batch import batch_collector  # noqa: E402
 from storage.db import make_engine, make_sessionmaker, upgrade  # noqa: E402
 from storage.repository import iter_judged, open_round, save_judged, save_tasks  # noqa: E402
@@ -178,7 +178,7 @@ def curation(url: str) -> dict[str, Any]:
         "traces": traces,
         "seconds": round(seconds, 2),
         "rate": round(traces / seconds, 1),
-        "stages": {s["stage"]: [s["in"], s["out"]] for s in funnel["stages"]},
+        "stages": {name: [s["in"], s["out"]] for name, s in funnel["stages"].items()},
         "exports": funnel["exports"],
         "export_bytes": exported,
         # ru_maxrss is the process's peak so far (KiB on Linux): before includes the ingest phase.

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-FORMAT_TABLE = "\n".join(
-    [
-        "| file | columns | TRL dataset type | trainer |",
-        "| --- | --- | --- | --- |",
-        "| `sft` | `messages`, `tools` | conversational language modeling, with tools | `SFTTrainer` |",
-        "| `kto` | `prompt`, `completion`, `label`, `tools` | conversational unpaired preference "
-        "| `KTOTrainer` |",
-        "| `dpo` | `prompt`, `chosen`, `rejected`, `tools` | conversational preference (explicit prompt) "
-        "| `DPOTrainer` |",
-        "| `grpo` | `prompt`, `tools`, `task_id`, `intent`, `ground_truth`, `observed_rewards`, "
-        "`observed_success`, `observed_turn_rewards` | conversational prompt-only; the extra columns "
-        "reach the reward functions | `GRPOTrainer` |",
-        "",
-    ]
-)
+from curation.formats import Format
+
+FORMAT_HEADER = "| file | columns | TRL dataset type | trainer |\n| --- | --- | --- | --- |"
 
 LICENCE = """\
 Tasks imported from ShoppingBench (yjwjy/ShoppingBench, source `shoppingbench`) are under the
@@ -34,7 +23,7 @@ from datasets import load_dataset
 
 # Parquet keeps the feature schema (tool-call arguments and tool schemas are JSON columns):
 sft = load_dataset("parquet", data_files={"train": "DIR/sft.parquet", "test": "DIR/eval/sft.parquet"})
-# JSONL with the same schema: curation.formats.FEATURES["sft"] (or let datasets infer it)
+# JSONL with the same schema: curation.formats.sft.FORMAT.features (or let datasets infer it)
 ```"""
 
 
@@ -45,6 +34,7 @@ def dataset_card(
     versions: dict[str, Counter[str]],
     sources: Counter[str],
     created_at: str,
+    formats: Sequence[Format],
 ) -> str:
     """Render the dataset card.
 
@@ -55,6 +45,7 @@ def dataset_card(
             how many exported traces carry each value.
         sources: how many exported tasks come from each task source.
         created_at: ISO time of the export.
+        formats: the formats the card's format table describes (each its ``card_line``).
     """
     lines = [
         "---",
@@ -109,7 +100,9 @@ def dataset_card(
         "",
         "## Formats",
         "",
-        FORMAT_TABLE,
+        FORMAT_HEADER,
+        *(fmt.card_line for fmt in formats),
+        "",
         "Messages carry six keys (`role`, `content`, `reasoning_content`, `tool_calls`, `tool_call_id`,",
         "`name`); tool-call `arguments` are JSON objects, as transformers' chat templates expect.",
         "",
@@ -122,8 +115,8 @@ def dataset_card(
         "| stage | in | out | dropped | aside |",
         "| --- | --- | --- | --- | --- |",
         *(
-            f"| {s['stage']} | {s['in']} | {s['out']} | {_reasons(s['dropped'])} | {_reasons(s['aside'])} |"
-            for s in funnel["stages"]
+            f"| {name} | {s['in']} | {s['out']} | {_reasons(s['dropped'])} | {_reasons(s['aside'])} |"
+            for name, s in funnel["stages"].items()
         ),
         "",
         f"Audit: {'passed' if funnel['audit'].get('ok') else 'FAILED'} "

@@ -1,4 +1,4 @@
-"""Curation stage 1: a judged trace as a canonical chat record (messages + tools), or why it cannot be one.
+"""The ``normalise`` stage: a judged trace as a canonical chat record (messages + tools), or why not.
 
 The canonical message has the same six keys in every row, whatever its role, because that is
 what a trainer sees anyway: ``datasets`` unions the keys of a column across rows and fills the
@@ -29,7 +29,7 @@ from arena.tools import DEFAULT_TOOLSET, TOOLSETS, tool_kind, tool_schemas
 from arena.types import Message, Trajectory
 from storage.records import JudgedTrace
 
-# Drop reasons of stage 1, in the order they are checked.
+# Drop reasons of the normalise stage, in the order they are checked.
 NORMALISE_REASONS = (
     "no_trajectory",
     "unknown_toolset",
@@ -92,7 +92,7 @@ def message(
 
 
 def normalise(trace: JudgedTrace) -> ChatRecord | str:
-    """Return the trace as a canonical chat record, or the stage-1 drop reason (see ``NORMALISE_REASONS``).
+    """Return the trace as a canonical chat record, or the drop reason (see ``NORMALISE_REASONS``).
 
     The prompt must be the task's own query (a miner cannot rewrite what the model was asked),
     preceded by at most one system message; no later user turn (a harness nudge after a

@@ -1,24 +1,24 @@
 """The curation funnel: judged traces streamed from the database into ranked, deduplicated, split candidates.
 
-Stages (``curation.funnel.STAGES``): 1 normalise, 2 hard rejects, 3 reasoning gate, 4 axis,
-5 ranking, 6 convert (traces of the labels to convert become agentic trajectories,
-``curation.conversion``, when dedup reaches them and their caps are open; every other trace
-passes as it is), 7 dedup and caps, 8 split (with the task audit enforced; ``curation.split``).
-Ranking runs before dedup, because dedup collapses each group onto its best-ranked trace;
-conversion runs inside dedup's walk (``curation.dedup``), because most traces of a busy task are
-capped, and converting them first was most of curation's time.
+The stages, in order (``curation.stages.STAGES``; one module each under ``curation.stages``):
+``normalise``, ``hard_rejects``, ``reasoning_gate``, ``axis``, ``ranking``, ``convert`` (traces
+of the labels to convert become agentic trajectories, ``curation.conversion``, when dedup
+reaches them and their caps are open; every other trace passes as it is), ``dedup`` (and the
+caps), ``split`` (with the task audit enforced). Ranking runs before dedup, because dedup
+collapses each group onto its best-ranked trace; conversion runs inside dedup's walk
+(``curation.stages.dedup``), because most traces of a busy task are capped, and converting them
+first was most of curation's time.
 
 Memory. One pass reads the database page by page (``iter_judged``, ``batch_size`` traces, fewer
 where their trajectories reach ``storage.traces.PAGE_CHARS``; the workspace is written at the
-same bound);
-stages 1-5 are per trace, and each survivor goes to an on-disk ``Workspace`` as one compact
-``Row`` (canonical record, dedup keys, rank; a trace to convert as its source, pending). Stages
-6-7 then walk the workspace one leak cluster at a time, best-ranked first, holding only that
-cluster's kept step sets and cap counters, and the pool's window of sources being converted
-(re-read from the database). So memory is O(batch_size + window + largest cluster's kept
-traces + tasks), never O(traces); the disk holds the surviving records once. The split, the
-audit and the GRPO rows need the observed tasks, which the run keeps as read
-(``Curation.tasks``: each task validated once per run).
+same bound); the stages up to ``ranking`` are per trace, and each survivor goes to an on-disk
+``Workspace`` as one compact ``Row`` (canonical record, dedup keys, rank; a trace to convert as
+its source, pending). ``convert`` and ``dedup`` then walk the workspace one leak cluster at a
+time, best-ranked first, holding only that cluster's kept step sets and cap counters, and the
+pool's window of sources being converted (re-read from the database). So memory is
+O(batch_size + window + largest cluster's kept traces + tasks), never O(traces); the disk holds
+the surviving records once. The split, the audit and the GRPO rows need the observed tasks,
+which the run keeps as read (``Curation.tasks``: each task validated once per run).
 """
 
 from __future__ import annotations
@@ -27,29 +27,33 @@ import gc
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import dataclass, field
 from functools import partial
 
 from sqlalchemy.orm import Session
 
+from arena.audit import AuditReport
+from arena.types import Task
 from curation.chat import normalise
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter
 from curation.conversion.pool import IN_PROCESS, ConversionPool, Job, Workers
-from curation.convert_stage import Outcome, convert_outcome, prospective_keys, workspace_row
-from curation.dedup import dedup
 from curation.funnel import Funnel
-from curation.gates import (
-    MAIN,
-    CurationConfig,
-    Gate,
-    Stream,
-    axis_route,
-    converts,
-    hard_reject,
-    reasoning_gate,
-    turn_rewards,
+from curation.rewards import turn_rewards
+from curation.stages import TRACE_GATES
+from curation.stages.axis import converts
+from curation.stages.convert import (
+    FIXES,
+    NO_INDEX,
+    Outcome,
+    conversion_off,
+    convert_outcome,
+    prospective_keys,
 )
-from curation.split import Curation, split_and_audit, surviving_tasks
+from curation.stages.dedup import dedup
+from curation.stages.split import Split, side_of, split_and_audit, surviving_tasks
+from curation.stages.stage import MAIN, Gate, Stream, TraceContext
+from curation.survivor import workspace_row
 from curation.workspace import Observed, Row, Workspace
 from judging.axis import axis_for_miner
 from judging.types import Axis
@@ -57,6 +61,24 @@ from storage.records import JudgedTrace
 from storage.traces import PAGE_CHARS, iter_judged, judged_miners, recent_trajectories
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Curation:
+    """A finished curation run: its workspace (surviving traces), observed tasks, funnel, split and audit."""
+
+    config: CurationConfig
+    workspace: Workspace
+    funnel: Funnel
+    tasks: dict[str, Task] = field(default_factory=dict)  # every observed task, by id
+    # The world each observed world task ran on ({"world_id", "pack_hash"}); static tasks are absent.
+    worlds: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    cluster_split: dict[str, Split] = field(default_factory=dict)
+    audit: AuditReport | None = None
+
+    def split(self, cluster: str) -> Split:
+        """The side of the split a leak cluster is on."""
+        return side_of(cluster, self.cluster_split, self.config)
 
 
 def curate(
@@ -67,6 +89,7 @@ def curate(
     audit_all_tasks: bool = False,
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
+    conversion_off_because: str = NO_INDEX,
     workers: Workers = IN_PROCESS,
 ) -> Curation:
     """Run the funnel over every judged trace in the database.
@@ -80,7 +103,9 @@ def curate(
         progress: called with the number of traces read after each page.
         converter: the search index the traces were judged on, the rationale writer and the
             conversion settings; None turns the conversion stage off (nothing to replay against):
-            B traces then go aside and the other labels to convert are dropped, as before.
+            B traces then go aside and the other labels to convert are dropped, and the
+            ``convert`` stage's notes say so (``curation.stages.convert.conversion_off``).
+        conversion_off_because: why there is no converter, as the notes state it.
         workers: conversion worker processes (``curation.conversion.pool``), where the converter
             was opened from a spec (``ConverterSpec.open``); otherwise, or at one, conversion runs
             in this process. The export is the same byte for byte either way.
@@ -89,14 +114,14 @@ def curate(
         SplitLeakError: the task audit finds a leak across the train / eval split.
     """
     config = config or CurationConfig()
-    funnel = Funnel(config=asdict(config))
+    funnel = Funnel(config=config.model_dump())
     miner_axes = _miner_axes(session, config.miner_axis_sample)
     if miner_axes:
         funnel.stages["axis"].notes["miner_axes"] = dict(sorted(Counter(miner_axes.values()).items()))
     curation = Curation(config=config, workspace=workspace, funnel=funnel)
-    if converter is None and config.convert_axes:
-        funnel.stages["convert"].notes["off"] = "no search index"
     read, last_seq = _ingest(session, curation, progress, miner_axes, converter)
+    if converter is None and config.convert_axes:
+        funnel.stages["convert"].notes["off"] = conversion_off(funnel, config, why=conversion_off_because)
     funnel.source = {"traces": read, "last_seq": last_seq}
     job: Job[JudgedTrace, Outcome | None] = partial(convert_outcome, config=config)
     if converter is None or converter.spec is None:
@@ -105,8 +130,14 @@ def curate(
     threshold = gc.get_threshold()
     with ConversionPool(job, converter=converter, workers=workers, gc_threshold=threshold) as pool:
         dedup(workspace, config, funnel, session=session, pool=pool)
+    fixes = {cause: FIXES[cause] for cause in funnel.stages["convert"].dropped if cause in FIXES}
+    if fixes:  # traces the conversion could not run on for want of something the caller can give
+        funnel.stages["convert"].notes["fix"] = fixes
     task_ids = set(curation.tasks) if audit_all_tasks else surviving_tasks(workspace)
-    split_and_audit(session, curation, task_ids)
+    exported = [curation.tasks[task_id] for task_id in sorted(task_ids)]
+    curation.cluster_split, curation.audit = split_and_audit(
+        session, exported=exported, workspace=workspace, funnel=funnel, config=config
+    )
     logger.info(
         "curate traces=%d kept=%d train=%d eval=%d",
         read,
@@ -140,7 +171,7 @@ def _ingest(
     miner_axes: dict[str, Axis],
     converter: Converter | None,
 ) -> tuple[int, int]:
-    """Stream every trace through stages 1-5 into the workspace; the traces read and the last seq."""
+    """Stream every trace through the per-trace stages into the workspace; the traces read, the last seq."""
     workspace, config, funnel = curation.workspace, curation.config, curation.funnel
     read, last_seq, page, page_chars = 0, 0, [], 0
     for trace in iter_judged(session, batch_size=config.batch_size):
@@ -193,33 +224,26 @@ def _stages(
     miner_axis: Axis | None,
     converter: Converter | None,
 ) -> Row | None:
-    """Run stages 1-5 on one trace; its workspace row (pending where it is to convert), or None."""
+    """Run the per-trace stages on one trace; its workspace row (pending where it is to convert), or None."""
     funnel.entered("normalise")
     record = normalise(trace)
     if isinstance(record, str):
         funnel.drop("normalise", record)
         return None
     funnel.passed("normalise")
-    funnel.entered("hard_rejects")
-    reason = hard_reject(trace)
-    if reason:
-        funnel.drop("hard_rejects", reason)
-        return None
-    funnel.passed("hard_rejects")
-    stream = _gate(funnel, "reasoning_gate", reasoning_gate(trace.judgment, config))
-    if stream == MAIN:
-        route = axis_route(trace.judgment, config, miner_axis, convert=converter is not None)
-        stream = _gate(funnel, "axis", route)
-    if stream is None:
-        return None
-    if stream != MAIN:
-        return workspace_row(trace, record, stream, config)
+    context = TraceContext(config, miner_axis, converting=converter is not None)
+    for name, gate in TRACE_GATES:
+        stream = _gate(funnel, name, gate(trace, context))
+        if stream is None:
+            return None
+        if stream != MAIN:  # set aside: written to its stream's file, past the later stages
+            return workspace_row(trace, record, stream, config)
     funnel.entered("ranking")
     funnel.passed("ranking")
     if converter is not None and converts(trace.judgment, config, miner_axis):
         keys = prospective_keys(trace, converter.config)
-        return workspace_row(trace, record, stream, config, pending=keys)
-    return workspace_row(trace, record, stream, config)
+        return workspace_row(trace, record, MAIN, config, pending=keys)
+    return workspace_row(trace, record, MAIN, config)
 
 
 def _gate(funnel: Funnel, stage: str, gate: Gate) -> Stream | None:

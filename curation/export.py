@@ -2,13 +2,15 @@
 
 Files (``DIR`` is ``out_dir``; the train split at the top, the eval split under ``eval/``):
 
-- ``{sft,kto,dpo,grpo}.jsonl`` and ``.parquet`` for each format asked for (a format with no
-  rows still writes an empty JSONL and a zero-row Parquet carrying the schema);
+- ``<format>.jsonl`` and ``.parquet`` for each format asked for (``curation.formats``: sft, kto,
+  dpo, grpo; a format with no rows still writes an empty JSONL and a zero-row Parquet carrying
+  the schema);
 - ``axis_b.jsonl`` (axis B traces, set aside for later conversion) and, under
   ``unscored="separate"``, ``unscored.jsonl``;
 - ``funnel.json``, ``manifest.json`` (``curation.manifest``), ``README.md`` (``curation.card``).
 
-Every row is checked by ``curation.formats.validate_row`` before it is written. Files are
+Every row is built by its format (``Format.build``) and checked by
+``curation.formats.validate_row`` before it is written. Files are
 written into a staging directory beside ``DIR`` and moved in only when all are complete.
 """
 
@@ -19,7 +21,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,39 +30,28 @@ import pyarrow.parquet as pq
 from datasets import Dataset
 from sqlalchemy.orm import Session
 
+from curation import formats as registry
 from curation.card import dataset_card
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter
 from curation.conversion.pool import IN_PROCESS, Workers
-from curation.curate import curate
-from curation.errors import CurationError
-from curation.formats import FEATURES, FORMATS, ORIGINS, validate_row
-from curation.gates import AXIS_B, MAIN, SPLITS, UNSCORED, CurationConfig, Split, cluster_of
+from curation.curate import Curation, curate
+from curation.formats import FORMATS, ORIGINS, Format, validate_row
 from curation.manifest import build_manifest
-from curation.rows import (
-    STATIC_WORLD,
-    aside_row,
-    dpo_pairs,
-    dpo_row,
-    grpo_row,
-    kto_row,
-    pair_provenance,
-    sft_row,
-)
-from curation.split import Curation
-from curation.workspace import RANK_ORDER, Row, Workspace
+from curation.stages.convert import NO_INDEX
+from curation.stages.split import SPLITS, Split
+from curation.stages.stage import AXIS_B, UNSCORED, Stream
+from curation.workspace import Row, Workspace
 
 PARQUET_CHUNK = 500  # rows per Parquet batch, or fewer where they reach PARQUET_CHUNK_CHARS
 PARQUET_CHUNK_CHARS = 4 * 2**20
-OWN_FILES = tuple(f"{name}.{ext}" for name in FORMATS for ext in ("jsonl", "parquet")) + (
-    f"{AXIS_B}.jsonl",
-    f"{UNSCORED}.jsonl",
-)
+ASIDE_STREAMS: tuple[Stream, ...] = (AXIS_B, UNSCORED)
 
 
 class _Sink:
-    """One output of one format and split: JSONL always, a Parquet twin when ``fmt`` is a TRL format."""
+    """One output of one format and split: JSONL always, and a Parquet twin for a format (not aside)."""
 
-    def __init__(self, root: Path, name: str, split: Split, fmt: str | None) -> None:
+    def __init__(self, root: Path, name: str, split: Split, fmt: Format | None) -> None:
         self.relative = f"{name}.jsonl" if split == "train" else f"eval/{name}.jsonl"
         self.fmt, self.split, self.rows = fmt, split, 0
         self.provenance: list[Any] = []
@@ -70,7 +61,7 @@ class _Sink:
         self._jsonl = self._path.open("w", encoding="utf-8")
         self._hash = hashlib.sha256()
         parquet = self._path.with_suffix(".parquet")
-        self._parquet = pq.ParquetWriter(parquet, FEATURES[fmt].arrow_schema) if fmt else None
+        self._parquet = pq.ParquetWriter(parquet, fmt.features.arrow_schema) if fmt else None
         self._buffer: list[dict[str, Any]] = []
         self._buffered = 0  # characters of the buffered rows
 
@@ -82,7 +73,7 @@ class _Sink:
         self._hash.update(line.encode("utf-8"))
         self.rows += 1
         self.provenance.append(provenance)
-        if self.fmt and "origin" in row:
+        if self.fmt and self.fmt.provenance:
             self.origins[row["origin"]] += 1
         if self._parquet is not None:
             self._buffer.append(row)
@@ -92,7 +83,8 @@ class _Sink:
 
     def _flush(self) -> None:
         if self._parquet is not None and self._buffer and self.fmt:
-            self._parquet.write_table(Dataset.from_list(self._buffer, features=FEATURES[self.fmt]).data.table)
+            table = Dataset.from_list(self._buffer, features=self.fmt.features).data.table
+            self._parquet.write_table(table)
         self._buffer, self._buffered = [], 0
 
     def close(self) -> dict[str, dict[str, Any]]:
@@ -100,12 +92,12 @@ class _Sink:
         self._flush()
         self._jsonl.close()
         entry: dict[str, Any] = {
-            "format": self.fmt or self._path.stem,
+            "format": self.fmt.name if self.fmt else self._path.stem,
             "split": self.split,
             "rows": self.rows,
         }
-        if self.fmt and self.fmt != "grpo":
-            entry["origins"] = {origin: self.origins[origin] for origin in ORIGINS}
+        if self.fmt and self.fmt.provenance:
+            entry["origins"] = {origin: self.origins[origin] for origin in origins_of(self.origins)}
         files = {self.relative: {**entry, "sha256": self._hash.hexdigest(), "provenance": self.provenance}}
         if self._parquet is not None:
             self._parquet.close()
@@ -115,6 +107,11 @@ class _Sink:
                 "sha256": _file_hash(parquet),
             }
         return files
+
+
+def origins_of(counted: Counter[str]) -> tuple[str, ...]:
+    """The origins a count reports: native and converted always, then any other seen (rollout)."""
+    return tuple(dict.fromkeys((*ORIGINS, *counted)))
 
 
 def _file_hash(path: Path) -> str:
@@ -130,10 +127,11 @@ def curate_and_export(
     out_dir: Path,
     *,
     config: CurationConfig | None = None,
-    formats: Sequence[str] = FORMATS,
+    formats: Sequence[Format] = FORMATS,
     source: str = "",
     progress: Callable[[int], None] | None = None,
     converter: Converter | None = None,
+    conversion_off_because: str = NO_INDEX,
     workers: Workers = IN_PROCESS,
 ) -> dict[str, Any]:
     """Run the funnel over the database and write the export to ``out_dir``; return ``funnel.json``'s content.
@@ -142,36 +140,36 @@ def curate_and_export(
         session: the database to curate (read in pages, never written).
         out_dir: the export directory (created; our own files in it are replaced).
         config: curation settings (``CurationConfig`` defaults when None).
-        formats: which of ``sft``, ``kto``, ``dpo``, ``grpo`` to write.
+        formats: the formats to write (``curation.formats.FORMATS``: sft, kto, dpo, grpo;
+            ``formats_named`` reads names).
         source: where the traces came from (a database URL without its password), for the card.
         progress: called with the number of traces read so far.
         converter: what the conversion stage needs (``curation.conversion.convert.Converter``:
             the search index, the writer, the settings); None: no conversion.
+        conversion_off_because: why there is no converter (``funnel.json``'s convert notes).
         workers: conversion worker processes, for a converter opened from a spec (``curate``).
 
     Raises:
-        CurationError: an unknown format, or an output that cannot be written.
+        CurationError: an output that cannot be written.
         SplitLeakError: the task audit found a leak across the split; nothing is written.
     """
-    unknown = sorted(set(formats) - set(FORMATS))
-    if unknown:
-        raise CurationError(f"unknown export format(s) {', '.join(unknown)} (known: {', '.join(FORMATS)})")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with Workspace(out_dir.parent) as workspace:
         curation = curate(
             session,
             workspace,
             config=config,
-            audit_all_tasks="grpo" in formats,
+            audit_all_tasks=any(fmt.every_task for fmt in formats),
             progress=progress,
             converter=converter,
+            conversion_off_because=conversion_off_because,
             workers=workers,
         )
         return export(curation, out_dir, formats=formats, source=source)
 
 
 def export(
-    curation: Curation, out_dir: Path, *, formats: Sequence[str] = FORMATS, source: str = ""
+    curation: Curation, out_dir: Path, *, formats: Sequence[Format] = FORMATS, source: str = ""
 ) -> dict[str, Any]:
     """Write a finished curation to ``out_dir`` (module docstring); return ``funnel.json``'s content."""
     staging = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
@@ -179,31 +177,30 @@ def export(
     staging.mkdir(parents=True)
     try:
         content = _write_all(curation, staging, formats, source)
-        _move_into(staging, out_dir)
+        _move_into(staging, out_dir, formats)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return content
 
 
-def _write_all(curation: Curation, root: Path, formats: Sequence[str], source: str) -> dict[str, Any]:
+def _write_all(curation: Curation, root: Path, formats: Sequence[Format], source: str) -> dict[str, Any]:
     run = _Run(curation, root, formats)
-    run.imitation()
-    if "dpo" in formats:
-        run.dpo()
+    for fmt in formats:
+        run.write(fmt)
     run.aside()
-    if "grpo" in formats:
-        run.grpo()
     return run.finish(source)
 
 
 class _Run:
     """One export in progress: its open files and what the manifest and card collect along the way."""
 
-    def __init__(self, curation: Curation, root: Path, formats: Sequence[str]) -> None:
+    def __init__(self, curation: Curation, root: Path, formats: Sequence[Format]) -> None:
         self.curation, self.root, self.formats = curation, root, formats
         self.workspace = curation.workspace
         self.streams = [AXIS_B, *([UNSCORED] if curation.config.unscored == "separate" else [])]
-        self.sinks = {(fmt, side): _Sink(root, fmt, side, fmt) for fmt in formats for side in SPLITS}
+        self.sinks = {
+            (fmt.name, side): _Sink(root, fmt.name, side, fmt) for fmt in formats for side in SPLITS
+        }
         self.sinks |= {(s, side): _Sink(root, s, side, None) for s in self.streams for side in SPLITS}
         self.splits: dict[str, dict[str, set[str]]] = {
             side: {"tasks": set(), "clusters": set(), "episodes": set()} for side in SPLITS
@@ -223,47 +220,21 @@ class _Run:
             self.versions.setdefault("world", Counter())[row.world_id or "static"] += 1
         return side
 
-    def imitation(self) -> None:
-        """SFT (positives) and KTO (all, with their label) from the kept traces, in ingest order."""
-        for row in self.workspace.kept(MAIN):
-            record = row.document
-            if "sft" in self.formats and row.label:
-                sft = sft_row(record, row.provenance, row.world)
-                self.sinks[("sft", self._note(row))].write(sft, row.episode_id)
-            if "kto" in self.formats:
-                kto = kto_row(record, label=row.label, provenance=row.provenance, world=row.world)
-                self.sinks[("kto", self._note(row))].write(kto, row.episode_id)
-
-    def dpo(self) -> None:
-        """DPO pairs, task by task."""
-        for chosen, rejected in _pairs(self.workspace):
-            self._note(rejected)
-            pair = dpo_row(
-                chosen.document, rejected.document, pair_provenance(chosen, rejected), chosen.world
-            )
-            self.sinks[("dpo", self._note(chosen))].write(pair, [chosen.episode_id, rejected.episode_id])
+    def write(self, fmt: Format) -> None:
+        """Every row of one format, on the side of the split of its task's cluster."""
+        for made in fmt.build(self.curation):
+            for trace in made.traces:
+                self._note(trace)
+            side = self.curation.split(made.cluster)
+            self.splits[side]["tasks"].add(made.task_id)
+            self.splits[side]["clusters"].add(made.cluster)
+            self.sinks[(fmt.name, side)].write(made.row, made.provenance)
 
     def aside(self) -> None:
         """The traces set aside (axis B; unscored under ``separate``)."""
         for stream in self.streams:
             for row in self.workspace.kept(stream):
                 self.sinks[(stream, self._note(row))].write(aside_row(row, row.document), row.episode_id)
-
-    def grpo(self) -> None:
-        """One RL prompt per observed task, with its ground truth and observed rewards."""
-        for task_id, task in sorted(self.curation.tasks.items()):
-            cluster = cluster_of(task)
-            best = self.workspace.best(task_id)
-            side = self.curation.split(cluster)
-            self.splits[side]["tasks"].add(task_id)
-            self.splits[side]["clusters"].add(cluster)
-            row = grpo_row(
-                task,
-                best=best.document if best else None,
-                observed=self.workspace.observed(task_id),
-                world=self.curation.worlds.get(task_id, STATIC_WORLD),
-            )
-            self.sinks[("grpo", side)].write(row, task_id)
 
     def finish(self, source: str) -> dict[str, Any]:
         """Close the files; write funnel.json, manifest.json and README.md; return the funnel."""
@@ -273,13 +244,12 @@ class _Run:
         funnel = self.curation.funnel
         funnel.exports = {
             name: {side: self.sinks[(name, side)].rows for side in SPLITS}
-            for name in [*self.formats, *self.streams]
+            for name in [*(fmt.name for fmt in self.formats), *self.streams]
         }
-        funnel.origins = {
-            fmt: {o: sum(self.sinks[(fmt, side)].origins[o] for side in SPLITS) for o in ORIGINS}
-            for fmt in self.formats
-            if fmt != "grpo"
-        }
+        funnel.origins = {}
+        for fmt in (f for f in self.formats if f.provenance):
+            counts = sum((self.sinks[(fmt.name, side)].origins for side in SPLITS), Counter[str]())
+            funnel.origins[fmt.name] = {o: counts[o] for o in origins_of(counts)}
         content = funnel.to_json()
         (self.root / "funnel.json").write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
         created_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -299,27 +269,34 @@ class _Run:
             versions=self.versions,
             sources=Counter(self.curation.tasks[task_id].source for task_id in exported),
             created_at=created_at,
+            formats=registry.FORMATS,
         )
         footer = f"\nSource database: `{source}`.\n" if source else ""
         (self.root / "README.md").write_text(card + footer, encoding="utf-8")
         return content
 
 
-def _pairs(workspace: Workspace) -> Iterable[tuple[Row, Row]]:
-    """Yield DPO pairs task by task (one task's kept traces in memory at a time)."""
-    group: list[Row] = []
-    for row in workspace.kept(MAIN, order=f"task_id, {RANK_ORDER}"):
-        if group and row.task_id != group[0].task_id:
-            yield from dpo_pairs(group)
-            group = []
-        group.append(row)
-    yield from dpo_pairs(group)
+def aside_row(row: Row, record: dict[str, Any]) -> dict[str, Any]:
+    """A trace set aside (axis B, unscored): the conversation plus what a later conversion needs."""
+    return {
+        "episode_id": row.episode_id,
+        "task_id": row.task_id,
+        "miner_hotkey": row.miner,
+        "success": row.success,
+        "score": row.score,
+        "toolset": record["toolset"],  # its schemas: arena.tools.tool_schemas(toolset)
+        "messages": record["messages"],
+        **row.world,  # a world trace converts against its world's pack, not the base catalog
+    }
 
 
-def _move_into(staging: Path, out_dir: Path) -> None:
+def _move_into(staging: Path, out_dir: Path, formats: Sequence[Format]) -> None:
     """Replace our own files in ``out_dir`` with the staged ones (stale ones from an earlier export go)."""
+    names = dict.fromkeys(fmt.name for fmt in (*registry.FORMATS, *formats))
+    own = [f"{name}.{ext}" for name in names for ext in ("jsonl", "parquet")]
+    own += [f"{stream}.jsonl" for stream in ASIDE_STREAMS]
     for folder in (out_dir, out_dir / "eval"):
-        for name in OWN_FILES:
+        for name in own:
             (folder / name).unlink(missing_ok=True)
     for path in sorted(staging.rglob("*")):
         if path.is_file():

@@ -3,7 +3,8 @@
 Every stage keeps ``in == out + sum(dropped) + sum(aside)``: a trace leaves a stage by passing,
 by being dropped for a named reason, or by being set aside into its own file (axis B traces,
 unscored traces under ``unscored="separate"``). ``funnel.json`` is ``Funnel.to_json()`` plus
-the export's row counts.
+the export's row counts; its ``stages`` are keyed by the stages' names (``curation.stages``), in
+the order they run.
 """
 
 from __future__ import annotations
@@ -12,24 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-FUNNEL_SCHEMA = "arena.funnel/1"
+from curation.stages import STAGE_NAMES, STAGES
 
-# (name, what it does), in the order the stages run.
-STAGES: tuple[tuple[str, str], ...] = (
-    ("normalise", "canonical chat schema (messages + tools); prompt is the task's query"),
-    ("hard_rejects", "any judge reject, fabricated tool results, an episode that did not complete"),
-    ("reasoning_gate", "the reasoning judge's value against --min-reasoning; unscored per policy"),
-    ("axis", "axis labels kept for imitation sets or to convert; B not converted set aside"),
-    ("ranking", "structural score: verified, reformulations, depth, no loops, no hallucinated ids"),
-    (
-        "convert",
-        "converted labels (default B, mixed) rewritten as agentic trajectories, re-judged, "
-        "where dedup reaches them with their caps open",
-    ),
-    ("dedup", "exact and near duplicate strategies per leak cluster; caps per (task, miner) and task"),
-    ("split", "train / eval by leak cluster, audited for leaks across the split"),
-)
-STAGE_NAMES = tuple(name for name, _ in STAGES)
+# /2: stages keyed by name, in run order (/1 listed them, each with a "stage" field).
+FUNNEL_SCHEMA = "arena.funnel/2"
 
 
 @dataclass
@@ -45,9 +32,8 @@ class StageCount:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """Return the stage as ``funnel.json`` writes it."""
+        """Return the stage as ``funnel.json`` writes it (under its name)."""
         return {
-            "stage": self.name,
             "description": self.description,
             "in": self.n_in,
             "out": self.n_out,
@@ -59,10 +45,10 @@ class StageCount:
 
 @dataclass
 class Funnel:
-    """The counts of a curation run, stage by stage (see ``STAGES``)."""
+    """The counts of a curation run, stage by stage (``curation.stages.STAGES``)."""
 
     stages: dict[str, StageCount] = field(
-        default_factory=lambda: {name: StageCount(name, text) for name, text in STAGES}
+        default_factory=lambda: {stage.name: StageCount(stage.name, stage.description) for stage in STAGES}
     )
     source: dict[str, Any] = field(default_factory=dict)
     splits: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -103,7 +89,7 @@ class Funnel:
             "schema": FUNNEL_SCHEMA,
             "config": self.config,
             "source": self.source,
-            "stages": [self.stages[name].to_json() for name in STAGE_NAMES],
+            "stages": {name: self.stages[name].to_json() for name in STAGE_NAMES},
             "splits": self.splits,
             "exports": self.exports,
             "origins": self.origins,

@@ -14,7 +14,7 @@ from typing import Any
 
 from arena.types import Task
 from curation.errors import CurationError
-from curation.gates import cluster_of
+from curation.stages.split import cluster_of
 
 MANIFEST_SCHEMA = "arena.export-manifest/1"
 

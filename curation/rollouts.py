@@ -2,44 +2,37 @@
 
 The rollouts (``arena env rollouts``: k episodes per task of one policy in the RL environment,
 judged as the validator judges, stored in a database of the validator's schema) go through the
-same funnel as any judged trace (:func:`curation.curate.curate`: hard rejects, the reasoning
-gate, the axis gate, ranking, dedup and caps, the leak-cluster split and the task audit); this
-module writes what survives:
+same funnel as any judged trace (``curation.curate.curate``: hard rejects, the reasoning gate,
+the axis gate, ranking, dedup and caps, the leak-cluster split and the task audit) and the same
+export (``curation.export.export``), in two formats of their own (:func:`rollout_formats`):
 
-- ``sft.jsonl`` / ``.parquet``: each kept success (the KTO positive label: success, a score of
-  at least ``label_min_score``, nothing invented), the whole conversation and its tools;
-- ``kto.jsonl`` / ``.parquet``: every kept trace with its label (the failures are the negatives);
-- the eval split of each under ``eval/``; ``funnel.json``; ``manifest.json`` (the export
-  manifest, so ``arena eval --train-manifest`` refuses any task whose leak cluster was trained on).
+- ``sft``: each kept success (the KTO positive label: success, a score of at least
+  ``label_min_score``, nothing invented), the whole conversation and its tools;
+- ``kto``: every kept trace with its label (the failures are the negatives);
 
-Every row is ``origin: rollout`` with the columns ``policy``, ``weights_hash`` and ``k``
-(``curation.formats.ROLLOUT_COLUMNS``); messages and tools are the export's
-(``curation.chat``). The tool calls and results are the rollout's own, unchanged: each tool
-message is what the environment logged for its call (a trace whose results differ from the log
-is fabricated, and fabrication is a hard reject).
+each the export format of that name (``curation.formats``), its rows ``origin: rollout`` with
+three more columns (``curation.formats.format.ROLLOUT_COLUMNS``): ``policy``, ``weights_hash``
+and ``k``. The tool calls and results are the rollout's own, unchanged: each tool message is
+what the environment logged for its call (a trace whose results differ from the log is
+fabricated, and fabrication is a hard reject). The export's manifest lets ``arena eval
+--train-manifest`` refuse any task whose leak cluster was trained on.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-from datasets import Dataset
+from datasets import Features, Value
 
-from curation.formats import ROLLOUT, ROLLOUT_FEATURES, validate_row
-from curation.gates import MAIN, SPLITS, Split
-from curation.manifest import build_manifest
-from curation.rows import kto_row, sft_row
-from curation.split import Curation
+from curation.curate import Curation
+from curation.export import export
+from curation.formats import kto, sft
+from curation.formats.format import ROLLOUT, ROLLOUT_COLUMNS, ExportRow, Format
 
-ROLLOUT_FORMATS = ("sft", "kto")
+ROLLOUT_FEATURES = {"policy": Value("string"), "weights_hash": Value("string"), "k": Value("int64")}
 
 
 @dataclass(frozen=True)
@@ -51,7 +44,7 @@ class RolloutSource:
     k: int
 
     def columns(self) -> dict[str, Any]:
-        """The provenance columns of a rollout row (``curation.formats``)."""
+        """A rollout row's provenance columns, in place of a native row's."""
         return {
             "origin": ROLLOUT,
             "source_hash": None,
@@ -63,118 +56,28 @@ class RolloutSource:
         }
 
 
-def rollout_rows(
-    curation: Curation, source: RolloutSource
-) -> dict[tuple[str, Split], list[tuple[str, dict[str, Any]]]]:
-    """Every row of the export: per (format, split), (episode id, row) in ingest order."""
-    rows: dict[tuple[str, Split], list[tuple[str, dict[str, Any]]]] = {
-        (fmt, side): [] for fmt in ROLLOUT_FORMATS for side in SPLITS
-    }
+def rollout_format(base: Format, source: RolloutSource) -> Format:
+    """``base`` (sft or kto) with its rows made rollout rows of ``source``."""
     columns = source.columns()
-    for row in curation.workspace.kept(MAIN):
-        side = curation.split(row.cluster)
-        record = row.document
-        if row.label:
-            rows[("sft", side)].append((row.episode_id, _with(sft_row(record, world=row.world), columns)))
-        rows[("kto", side)].append(
-            (row.episode_id, _with(kto_row(record, label=row.label, world=row.world), columns))
-        )
-    return rows
+
+    def rows(curation: Curation) -> Iterator[ExportRow]:
+        for made in base.build(curation):
+            yield replace(made, row={**made.row, **columns})
+
+    build: Callable[[Curation], Iterator[ExportRow]] = rows
+    return replace(
+        base,
+        features=Features({**base.features, **ROLLOUT_FEATURES}),
+        build=build,
+        card_columns=(*base.card_columns, *ROLLOUT_COLUMNS),
+    )
 
 
-def _with(row: dict[str, Any], columns: dict[str, Any]) -> dict[str, Any]:
-    """The row with the rollout's provenance columns in place of a native row's."""
-    return {**row, **columns}
+def rollout_formats(source: RolloutSource) -> tuple[Format, Format]:
+    """The rollout export's formats: ``sft`` and ``kto``, their rows ``origin: rollout``."""
+    return rollout_format(sft.FORMAT, source), rollout_format(kto.FORMAT, source)
 
 
 def export_rollouts(curation: Curation, out_dir: Path, source: RolloutSource) -> dict[str, Any]:
-    """Write the rollout export to ``out_dir`` (module docstring); return ``funnel.json``'s content.
-
-    Written into a staging directory beside ``out_dir`` and moved in whole.
-
-    Raises:
-        RowError: a row does not have its format's shape (a bug: rows are built here).
-    """
-    staging = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    try:
-        files: dict[str, dict[str, Any]] = {}
-        splits: dict[str, dict[str, set[str]]] = {
-            side: {"tasks": set(), "clusters": set(), "episodes": set()} for side in SPLITS
-        }
-        hashes: dict[str, str] = {}
-        for row in curation.workspace.kept(MAIN):
-            side = curation.split(row.cluster)
-            for key, value in (
-                ("tasks", row.task_id),
-                ("clusters", row.cluster),
-                ("episodes", row.episode_id),
-            ):
-                splits[side][key].add(value)
-            hashes[row.episode_id] = row.judgment_hash
-        for (fmt, side), rows in rollout_rows(curation, source).items():
-            files |= _write(staging, fmt, side, rows)
-        funnel = curation.funnel
-        funnel.exports = {
-            fmt: {side: files[_relative(fmt, side)]["rows"] for side in SPLITS} for fmt in ROLLOUT_FORMATS
-        }
-        content = funnel.to_json() | {
-            "rollouts": {"policy": source.policy, "weights_hash": source.weights_hash, "k": source.k}
-        }
-        (staging / "funnel.json").write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
-        manifest = build_manifest(
-            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            splits=splits,
-            files=files,
-            judgment_hashes=hashes,
-            audit=funnel.audit,
-            config=funnel.config,
-        )
-        (staging / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for path in sorted(staging.rglob("*")):
-            if path.is_file():
-                target = out_dir / path.relative_to(staging)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(path, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return content
-
-
-def _relative(fmt: str, side: Split) -> str:
-    return f"{fmt}.jsonl" if side == "train" else f"eval/{fmt}.jsonl"
-
-
-def _write(
-    root: Path, fmt: str, side: Split, rows: list[tuple[str, dict[str, Any]]]
-) -> dict[str, dict[str, Any]]:
-    """One format and split as JSONL and Parquet (each row validated); their manifest entries."""
-    relative = _relative(fmt, side)
-    path = root / relative
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for _, row in rows:
-        validate_row(fmt, row)
-        lines.append(json.dumps(row, ensure_ascii=False) + "\n")
-    text = "".join(lines)
-    path.write_text(text, encoding="utf-8")
-    parquet = path.with_suffix(".parquet")
-    features = ROLLOUT_FEATURES[fmt]
-    with pq.ParquetWriter(parquet, features.arrow_schema) as writer:  # a format with no rows keeps its schema
-        if rows:
-            writer.write_table(Dataset.from_list([r for _, r in rows], features=features).data.table)
-    entry = {"format": fmt, "split": side, "rows": len(rows), "origins": {ROLLOUT: len(rows)}}
-    return {
-        relative: {
-            **entry,
-            "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
-            "provenance": [e for e, _ in rows],
-        },
-        relative.removesuffix(".jsonl") + ".parquet": {**entry, "sha256": _file_hash(parquet)},
-    }
-
-
-def _file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """Write the rollout export to ``out_dir`` (``curation.export.export``); return its funnel."""
+    return export(curation, out_dir, formats=rollout_formats(source), source=f"rollouts of {source.policy}")

@@ -1,4 +1,4 @@
-"""Strategy signatures (curation stage 7's dedup keys) and the structural score (stage 5's ranking).
+"""Strategy signatures: the ``dedup`` stage's keys of a trace (its calls and its answer).
 
 Two traces follow the same strategy when they make the same calls and give the same answer:
 
@@ -23,23 +23,8 @@ from arena.arguments import split_product_ids
 from arena.tools import canonical_arguments, tool_kind
 from arena.types import canonical_json
 from curation.chat import ChatRecord, answer_ids
-from judging.types import Judgment
 
 _WORD = re.compile(r"\w+")
-# The weights of the structural score (stage 5); they sum to 1.
-STRUCTURE_WEIGHTS = {
-    "verified": 0.35,
-    "no_loops": 0.2,
-    "no_hallucination": 0.2,
-    "reformulated": 0.15,
-    "depth": 0.1,
-}
-# Reformulating the query this many times earns the full reformulation share.
-REFORMULATIONS_FOR_FULL = 2
-# Assistant turns with tool calls: fewer than MIN_DEPTH is too shallow to have checked anything,
-# more than EFFICIENT_DEPTH wanders; beyond it the depth share falls linearly to 0 at twice that.
-MIN_DEPTH = 3
-EFFICIENT_DEPTH = 12
 
 
 @dataclass(frozen=True)
@@ -90,29 +75,3 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
-
-
-def structural_score(judgment: Judgment) -> float:
-    """Score how the agent worked, in [0, 1], from the judgment's process counts (stage 5).
-
-    Weighted (``STRUCTURE_WEIGHTS``): verified its answer by viewing it; no loops; no
-    hallucinated product ids; reformulated its search; a depth between ``MIN_DEPTH`` and
-    ``EFFICIENT_DEPTH`` tool-calling turns.
-    """
-    process = judgment.process
-    parts = {
-        "verified": float(process.verified),
-        "no_loops": float(process.loops == 0),
-        "no_hallucination": float(not judgment.hallucinated_product_ids),
-        "reformulated": min(process.reformulations, REFORMULATIONS_FOR_FULL) / REFORMULATIONS_FOR_FULL,
-        "depth": _depth_share(process.depth),
-    }
-    return round(sum(STRUCTURE_WEIGHTS[k] * v for k, v in parts.items()), 6)
-
-
-def _depth_share(depth: int) -> float:
-    if depth < MIN_DEPTH:
-        return depth / MIN_DEPTH
-    if depth <= EFFICIENT_DEPTH:
-        return 1.0
-    return max(0.0, 2.0 - depth / EFFICIENT_DEPTH)

@@ -77,7 +77,7 @@ class Row:
     Then come the export's provenance columns (``curation.conversion.results.Provenance``):
     ``origin`` ``native`` or ``converted``, and for a converted trace its source's content hash,
     the converter version and the writer; then the world the trace ran on (null: a static task).
-    ``pending``: a trace to convert, held as its source until dedup reaches it (``curation.dedup``:
+    ``pending``: a trace to convert, held as its source until dedup reaches it (``curation.stages.dedup``:
     it ranks as a converted trace, and its row is replaced by the converted one, or dropped).
     """
 
@@ -138,7 +138,7 @@ class Observed:
     miner: str
     score: float
     success: bool
-    turn_rewards: tuple[float, ...]  # per logged tool call (``curation.gates.turn_rewards``)
+    turn_rewards: tuple[float, ...]  # per logged tool call (``curation.rewards.turn_rewards``)
 
 
 TRACE_COLUMNS = tuple(f.name for f in fields(Row))

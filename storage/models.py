@@ -256,3 +256,13 @@ class WeightSubmissionRow(Base):
     reveal_round: Mapped[int | None] = mapped_column(BigInteger)
     reveal_status: Mapped[str | None] = mapped_column(String(16), index=True)
     reveal_block: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class ValidatorPathRow(Base):
+    """Where the validator keeps a file set its episodes need again offline (``storage.paths``)."""
+
+    __tablename__ = "validator_paths"
+
+    name: Mapped[str] = mapped_column(String(32), primary_key=True)
+    path: Mapped[str] = mapped_column(Text)
+    recorded_at: Mapped[datetime]

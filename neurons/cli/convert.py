@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -13,67 +12,102 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict, SettingsError
 
+from curation.config import comma_list
 from curation.conversion.convert import Converter, ConverterSpec, convert_judged
 from curation.conversion.lines import UNREADABLE, conversion_line, converted_line, read_traces
 from curation.conversion.pool import ConversionPool, Workers
 from curation.conversion.results import ConversionConfig
 from curation.conversion.step import RationaleWriter
 from curation.conversion.template import TemplateWriter
+from curation.stages.convert import FIXES
 from judging.types import AXES
 from neurons.batch import batch_collector
-from neurons.cli.console import fail, progress
+from neurons.cli.console import fail, progress, warn
+from neurons.cli.flags import Flag, flag_errors, overrides, with_flags
+from neurons.cli.validator_files import ConversionSettings, conversion_files
+from storage.paths import ValidatorPaths, read_paths
 from storage.records import JudgedTrace
 
-TEACHER_KEY_ENV = "ARENA_TEACHER_API_KEY"
+UNKNOWN_WORLD = "unknown_world"
+
+
+class ConvertSettings(ConversionSettings):
+    """``arena convert``'s settings: flags, else ``ARENA_CONVERT_*`` variables (and ``.env``), else defaults.
+
+    The teacher's endpoint, model and API key keep their own variables (``ARENA_TEACHER_*``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="ARENA_CONVERT_")
+
+    out: Path = Field(description="Output JSONL: one conversion or drop per trace.")
+    db: SecretStr | None = Field(default=None, description="Read judged traces from this database URL.")
+    traces: Path | None = Field(default=None, description="Read judged traces from this JSONL file instead.")
+    axes: Annotated[tuple[str, ...], NoDecode] = Field(
+        default=(), description="Only traces of these axis labels (comma-separated; none: all)."
+    )
+    limit: int | None = Field(default=None, ge=1, description="Convert at most this many traces.")
+    prune: bool = Field(
+        default=ConversionConfig.prune,
+        description="Compile harness noise out where a replay proves it harmless.",
+    )
+    concurrency: int = Field(default=4, ge=1, description="Traces converted at once (a teacher).")
+    teacher_base_url: str | None = Field(
+        default=None,
+        validation_alias="ARENA_TEACHER_BASE_URL",
+        description="OpenAI-compatible endpoint of a teacher model (its key: ARENA_TEACHER_API_KEY); "
+        "none: the deterministic template writer.",
+    )
+    teacher_model: str | None = Field(
+        default=None, validation_alias="ARENA_TEACHER_MODEL", description="The teacher's model."
+    )
+    teacher_api_key: SecretStr = Field(
+        default=SecretStr("none"),
+        validation_alias="ARENA_TEACHER_API_KEY",
+        description="The teacher's API key.",
+    )
+
+    _comma_list = field_validator("axes", mode="before")(comma_list)
+
+    @field_validator("axes")
+    @classmethod
+    def _known_axes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(AXES))
+        if unknown:
+            raise ValueError(f"unknown label(s) {', '.join(unknown)} (known: {', '.join(AXES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source_and_a_whole_teacher(self) -> ConvertSettings:
+        if (self.db is None) == (self.traces is None):
+            raise ValueError("pass exactly one of --db and --traces")
+        if self.teacher_base_url and not self.teacher_model:
+            raise ValueError("--teacher-base-url needs --teacher-model")
+        return self
+
+
+# The settings with a flag: all but the teacher's API key (a secret: its variable only).
+CONVERT_FLAGS = (
+    Flag("out"),
+    Flag("db"),
+    Flag("traces"),
+    Flag("axes"),
+    Flag("index"),
+    Flag("worlds"),
+    Flag("limit"),
+    Flag("prune"),
+    Flag("teacher_base_url"),
+    Flag("teacher_model"),
+    Flag("concurrency"),
+    Flag("workers"),
+)
 
 
 def convert_command(
-    index: Annotated[
-        Path, typer.Option("--index", help="Search index the traces were judged on (arena catalog build).")
-    ],
-    out: Annotated[Path, typer.Option("--out", help="Output JSONL: one conversion or drop per trace.")],
-    db: Annotated[str | None, typer.Option("--db", help="Read judged traces from this database URL.")] = None,
-    traces: Annotated[
-        Path | None, typer.Option("--traces", help="Read judged traces from this JSONL file instead.")
-    ] = None,
-    axes: Annotated[
-        str,
-        typer.Option("--axes", help="Only traces of these axis labels (comma-separated; empty: all)."),
-    ] = "",
-    worlds: Annotated[
-        Path | None,
-        typer.Option(
-            "--worlds",
-            help="World packs the traces ran on: one pack, or a directory of packs (the validator's "
-            "world cache, ~/.arena/validator/worlds). Without it, world traces drop as unknown_world.",
-        ),
-    ] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="Convert at most this many traces.")] = None,
-    no_prune: Annotated[bool, typer.Option("--no-prune", help="Keep every logged call.")] = False,
-    teacher_base_url: Annotated[
-        str | None,
-        typer.Option(
-            "--teacher-base-url",
-            envvar="ARENA_TEACHER_BASE_URL",
-            help=f"OpenAI-compatible endpoint of a teacher model (API key: {TEACHER_KEY_ENV}); "
-            "default: the deterministic template writer.",
-        ),
-    ] = None,
-    teacher_model: Annotated[
-        str | None, typer.Option("--teacher-model", envvar="ARENA_TEACHER_MODEL", help="The teacher's model.")
-    ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Traces converted at once (a teacher).")] = 4,
-    workers: Annotated[
-        int,
-        typer.Option(
-            "--workers",
-            min=0,
-            help="Worker processes for the template writer (0: one per core, started once the run needs "
-            "them; a teacher converts in this process, --concurrency at a time); the output is the same.",
-        ),
-    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    **given: Any,
 ) -> None:
     """Convert judged traces into agentic trajectories: a rationale per call, re-judged.
 
@@ -83,26 +117,28 @@ def convert_command(
     format and grounding pass, >= 75% of steps driven) or dropped with the failing check.
     See docs/curation.md. Exits 2 on bad input.
 
-    Example: arena convert --db sqlite:///validator.db --index ~/.arena/validator/index --out converted.jsonl
+    Without --index and --worlds, the index and world packs the validator recorded in the database
+    are used (docs/curation.md); no index found is an error, and world traces whose packs are not
+    found are counted with the flag that fixes it (a warning on stderr).
+
+    Example: arena convert --db sqlite:///validator.db --out converted.jsonl
     """
-    if (db is None) == (traces is None):
-        fail("pass exactly one of --db and --traces")
-    if teacher_base_url and not teacher_model:
-        fail("--teacher-base-url needs --teacher-model")
-    wanted = {a.strip() for a in axes.split(",") if a.strip()}
-    unknown = sorted(wanted - set(AXES))
-    if unknown:
-        fail(f"--axes: unknown label(s) {', '.join(unknown)} (known: {', '.join(AXES)})")
+    settings = _settings(given)
+    db = settings.db.get_secret_value() if settings.db is not None else None
+    out, worlds, wanted = settings.out, settings.worlds, set(settings.axes)
     from arena.errors import SearchIndexError
 
     _check_worlds(worlds)
-    config = ConversionConfig(prune=not no_prune)
+    files = conversion_files(settings.index, worlds, _recorded(db) if db is not None else ValidatorPaths())
+    if files.index is None:
+        fail(f"{files.missing}; pass --index DIR (the search index the traces were judged on)")
+    config = ConversionConfig(prune=settings.prune)
     try:
-        converter = ConverterSpec(index_dir=index, worlds_dir=worlds, config=config).open()
+        converter = ConverterSpec(index_dir=files.index, worlds_dir=files.worlds, config=config).open()
     except SearchIndexError as exc:
         fail(f"--index: {exc}")
     search_index = converter.index
-    writer = _writer(teacher_base_url, teacher_model)
+    writer = _writer(settings)
     if not isinstance(writer, TemplateWriter):  # a teacher's client stays in this process
         converter = replace(converter, writer=writer, spec=None)
     counts: Counter[str] = Counter()
@@ -113,11 +149,11 @@ def convert_command(
             progress("converting", None) as update,
             batch_collector(),
         ):
-            sources = _sources(db, traces, limit)
+            sources = _sources(db, settings.traces, settings.limit)
             lines = (
-                _pooled(sources, converter, wanted, Workers.given(workers), counts)
+                _pooled(sources, converter, wanted, Workers.given(settings.workers), counts)
                 if converter.spec is not None
-                else _convert_all(sources, converter, wanted, concurrency, counts)
+                else _convert_all(sources, converter, wanted, settings.concurrency, counts)
             )
             for line in lines:
                 sink.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -126,6 +162,10 @@ def convert_command(
         fail(f"cannot write {out}: {exc}")
     finally:
         search_index.close()
+    lost = counts[f"dropped:{UNKNOWN_WORLD}"]
+    if lost:
+        where = f"no pack in {files.worlds}"
+        warn(f"{lost} traces not converted ({UNKNOWN_WORLD}: {where}); fix: {FIXES[UNKNOWN_WORLD]}")
     summary = {"out": str(out), "writer": writer.provenance, "counts": dict(sorted(counts.items()))}
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
@@ -133,6 +173,23 @@ def convert_command(
     for key, n in sorted(counts.items()):
         typer.echo(f"{key:>32}: {n:>7}")
     typer.echo(f"wrote {out}")
+
+
+def _recorded(db: str) -> ValidatorPaths:
+    """The index and world pack directories the validator recorded in the database (``storage.paths``)."""
+    from storage.db import check_schema, make_engine, make_sessionmaker
+    from storage.errors import StorageError
+
+    try:
+        engine = make_engine(db)
+        check_schema(engine)
+    except (StorageError, ValueError) as exc:
+        fail(f"--db: {exc}")
+    try:
+        with make_sessionmaker(engine)() as session:
+            return read_paths(session)
+    finally:
+        engine.dispose()
 
 
 def _check_worlds(root: Path | None) -> None:
@@ -145,14 +202,24 @@ def _check_worlds(root: Path | None) -> None:
         fail(f"--worlds: no world pack at or under {root}")
 
 
-def _writer(base_url: str | None, model: str | None) -> RationaleWriter:
-    if not base_url or not model:
+def _settings(given: dict[str, Any]) -> ConvertSettings:
+    """The settings from the flags given, the environment and the defaults (exit 2 when invalid)."""
+    try:
+        return ConvertSettings(**overrides(given, CONVERT_FLAGS))
+    except ValidationError as exc:
+        fail("; ".join(flag_errors(exc, ConvertSettings, CONVERT_FLAGS)))
+    except SettingsError as exc:
+        fail(str(exc))
+
+
+def _writer(settings: ConvertSettings) -> RationaleWriter:
+    if not settings.teacher_base_url or not settings.teacher_model:
         return TemplateWriter()
     from curation.conversion.teacher import TeacherWriter
     from judging.reasoning import OpenAICompleter
 
-    completer = OpenAICompleter(base_url, model, api_key=os.environ.get(TEACHER_KEY_ENV, "none"))
-    return TeacherWriter(completer)
+    key = settings.teacher_api_key.get_secret_value()
+    return TeacherWriter(OpenAICompleter(settings.teacher_base_url, settings.teacher_model, api_key=key))
 
 
 def _sources(db: str | None, traces: Path | None, limit: int | None) -> Iterator[JudgedTrace | str]:
@@ -260,3 +327,6 @@ def _batch(batch: list[JudgedTrace], converter: Converter) -> Iterator[dict[str,
 
     for trace, conversion in zip(batch, asyncio.run(run()) if batch else [], strict=True):
         yield conversion_line(trace, conversion)
+
+
+with_flags(convert_command, ConvertSettings, CONVERT_FLAGS)

@@ -4,118 +4,91 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict, SettingsError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session
 
 from arena.errors import SearchIndexError
+from curation.config import CurationConfig, comma_list
 from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.errors import CurationError, SplitLeakError
 from curation.export import curate_and_export
-from curation.formats import FORMATS
-from curation.gates import CurationConfig, SplitBy, UnscoredPolicy
+from curation.formats import Format, format_names, formats_named
 from neurons.batch import batch_collector
-from neurons.cli.console import fail, progress
+from neurons.cli.console import fail, progress, warn
+from neurons.cli.flags import Flag, flag_errors, overrides, with_flags
+from neurons.cli.validator_files import ConversionSettings, conversion_files
 from neurons.metrics import CURATION_ROWS
 from storage.db import check_schema, make_engine, make_sessionmaker
 from storage.errors import StorageError
+from storage.paths import read_paths
 from storage.traces import count_judged
 
 
-def _formats(value: str) -> tuple[str, ...]:
-    chosen = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
-    unknown = [c for c in chosen if c not in FORMATS]
-    if unknown or not chosen:
-        fail(f"--format takes a comma-separated subset of {','.join(FORMATS)}, got {value!r}")
-    return chosen
+class CurateSettings(ConversionSettings):
+    """``arena curate``'s settings: flags, else ``ARENA_CURATE_*`` variables (and ``.env``), else defaults.
+
+    The funnel's own knobs are the ``funnel`` section (``curation.config.CurationConfig``, whose
+    fields hold their defaults and descriptions), read from ``ARENA_CURATE_FUNNEL__*``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="ARENA_CURATE_")
+
+    db: SecretStr = Field(description="Database URL: sqlite:///arena.db or postgresql://... (a secret).")
+    out: Path = Field(description="Export directory (created; our files in it are replaced).")
+    formats: Annotated[tuple[str, ...], NoDecode] = Field(
+        default_factory=format_names,
+        description="Comma-separated export formats to write (curation.formats).",
+    )
+    convert: bool = Field(
+        default=True,
+        description="Convert the traces of --convert-axes (off: B traces go aside to axis_b.jsonl).",
+    )
+    funnel: CurationConfig = Field(default_factory=CurationConfig)
+
+    _comma_list = field_validator("formats", mode="before")(comma_list)
+
+
+# The settings with a flag: all of them (every one is also an ARENA_CURATE_* variable).
+CURATE_FLAGS = (
+    Flag("db"),
+    Flag("out"),
+    Flag("formats", "--format"),
+    Flag("funnel.min_reasoning"),
+    Flag("funnel.unscored"),
+    Flag("funnel.axes", "--axis"),
+    Flag("funnel.split_by"),
+    Flag("funnel.eval_share"),
+    Flag("funnel.cap_per_task_miner", "--cap-task-miner"),
+    Flag("funnel.cap_per_task", "--cap-task"),
+    Flag("funnel.miner_axis_sample"),
+    Flag("index"),
+    Flag("worlds"),
+    Flag("funnel.convert_axes"),
+    Flag("convert"),
+    Flag("workers"),
+)
 
 
 def curate(
-    db: Annotated[str, typer.Option("--db", help="Database URL: sqlite:///arena.db or postgresql://...")],
-    out: Annotated[
-        Path, typer.Option("--out", help="Export directory (created; our files in it are replaced).")
-    ],
-    fmt: Annotated[
-        str, typer.Option("--format", help="Comma-separated formats to write: sft, kto, dpo, grpo.")
-    ] = ",".join(FORMATS),
-    min_reasoning: Annotated[
-        float,
-        typer.Option("--min-reasoning", min=0.0, max=1.0, help="Drop traces whose reasoning value is below."),
-    ] = 0.5,
-    unscored: Annotated[
-        str,
-        typer.Option("--unscored", help="Traces the reasoning judge did not score: keep, drop or separate."),
-    ] = "keep",
-    axis: Annotated[
-        str,
-        typer.Option(
-            "--axis",
-            help="Comma-separated axis labels for the imitation sets (A-attested, A, B, mixed, unknown); "
-            "A takes A-attested too, A-attested alone requires the proof.",
-        ),
-    ] = "A",
-    split_by: Annotated[
-        str, typer.Option("--split-by", help="cluster (train/eval by leak cluster) or none.")
-    ] = ("cluster"),
-    eval_share: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Share of leak clusters in eval.")
-    ] = 0.1,
-    cap_task_miner: Annotated[int, typer.Option(min=1, help="Traces kept per (task, miner, outcome).")] = 2,
-    cap_task: Annotated[int, typer.Option(min=1, help="Traces kept per (task, outcome).")] = 8,
-    miner_axis_sample: Annotated[
-        int,
-        typer.Option(
-            min=0,
-            help="Recent trajectories per miner judging its miner-level axis (0: off).",
-        ),
-    ] = 64,
-    index: Annotated[
-        Path | None,
-        typer.Option(
-            "--index",
-            help="Search index the traces were judged on (arena catalog build); conversion replays "
-            "against it. Default: the validator's, ~/.arena/validator/index, where it exists.",
-        ),
-    ] = None,
-    worlds: Annotated[
-        Path | None,
-        typer.Option(
-            "--worlds",
-            help="World packs the traces ran on (one pack or a directory of packs); conversion replays "
-            "world traces on them. Default: the validator's world cache, ~/.arena/validator/worlds.",
-        ),
-    ] = None,
-    convert_axes: Annotated[
-        str,
-        typer.Option(
-            "--convert-axes",
-            help="Comma-separated axis labels whose traces are converted into agentic trajectories.",
-        ),
-    ] = "B,mixed",
-    no_convert: Annotated[
-        bool, typer.Option("--no-convert", help="No conversion: B traces go aside to axis_b.jsonl.")
-    ] = False,
-    workers: Annotated[
-        int,
-        typer.Option(
-            "--workers",
-            min=0,
-            help="Conversion worker processes (0: one per core, started once the run needs them); "
-            "the export is the same with any number.",
-        ),
-    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the funnel summary as JSON.")] = False,
+    **given: Any,
 ) -> None:
     """Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.
 
     Writes sft, kto, dpo and grpo rows (JSONL and Parquet): train in DIR, eval in DIR/eval.
 
     Converts the traces of --convert-axes (default B, mixed) into agentic trajectories verified by
-    the judge (docs/curation.md); that needs the search index (--index); without one, or with
-    --no-convert, B traces are set aside.
+    the judge (docs/curation.md); that needs the search index the traces were judged on and the
+    world packs they ran on: by default those the validator recorded in its database. Where
+    conversion cannot run, a warning says how many traces it left and the flag that fixes it
+    (funnel.json's convert notes too); with --no-convert, B traces are set aside.
 
     Also writes axis_b.jsonl, funnel.json, manifest.json and a dataset card (README.md).
 
@@ -123,75 +96,84 @@ def curate(
 
     Example: arena curate --db sqlite:///arena.db --out export --format sft,kto --min-reasoning 0.6
     """
-    formats = _formats(fmt)
-    if unscored not in ("keep", "drop", "separate"):
-        fail(f"--unscored must be keep, drop or separate, got {unscored!r}")
-    if split_by not in ("cluster", "none"):
-        fail(f"--split-by must be cluster or none, got {split_by!r}")
+    settings = _settings(given)
+    out, worlds = settings.out, settings.worlds
     try:
-        config = CurationConfig(
-            min_reasoning=min_reasoning,
-            unscored=cast(UnscoredPolicy, unscored),
-            axes=_labels(axis),
-            split_by=cast(SplitBy, split_by),
-            eval_share=eval_share,
-            cap_per_task_miner=cap_task_miner,
-            cap_per_task=cap_task,
-            miner_axis_sample=miner_axis_sample,
-            convert_axes=() if no_convert else _labels(convert_axes),
-        )
+        formats = formats_named(settings.formats)
     except CurationError as exc:
-        fail(str(exc))
-    converter = None if no_convert or not config.convert_axes else _converter(index, worlds)
+        fail(f"--format: {exc}")
+    if not formats:
+        fail("--format takes a comma-separated list of formats, got none")
+    config = settings.funnel if settings.convert else settings.funnel.model_copy(update={"convert_axes": ()})
+    if worlds is not None and not worlds.is_dir():
+        fail(f"--worlds: no directory {worlds}")
     with batch_collector():
-        funnel = _run(db, out, config, formats, converter, workers)
+        funnel = _run(settings, config, formats)
+    for line in conversion_warnings(funnel):
+        warn(line)
     for stage, (n_in, n_out) in _stage_rows(funnel).items():
         CURATION_ROWS.labels(stage=stage, direction="in").set(n_in)
         CURATION_ROWS.labels(stage=stage, direction="out").set(n_out)
     if as_json:
         typer.echo(json.dumps(_summary(funnel, out), indent=2))
         return
-    for stage in funnel["stages"]:
-        typer.echo(f"{stage['stage']:>15}: {stage['in']:>7} in {stage['out']:>7} out  {_reasons(stage)}")
+    for name, stage in funnel["stages"].items():
+        typer.echo(f"{name:>15}: {stage['in']:>7} in {stage['out']:>7} out  {_reasons(stage)}")
     for name, sides in funnel["exports"].items():
         typer.echo(f"{name:>15}: train {sides['train']:>7}  eval {sides['eval']:>7}")
     typer.echo(f"wrote {out}")
 
 
-def _labels(value: str) -> tuple[str, ...]:
-    return tuple(a.strip() for a in value.split(",") if a.strip())
-
-
-def _converter(index: Path | None, worlds: Path | None) -> Converter | None:
-    """The conversion's converter on the given index and worlds (a bad one fails), or the validator's."""
-    from neurons.validator.settings import ValidatorSettings
-
-    data = ValidatorSettings.model_fields["data_dir"].default
-    path = index or (data / "index").expanduser()
-    if index is None and not path.is_dir():
-        return None
-    if worlds is not None and not worlds.is_dir():
-        fail(f"--worlds: no directory {worlds}")
-    packs = worlds or (data / "worlds").expanduser()
+def _settings(given: dict[str, Any]) -> CurateSettings:
+    """The settings from the flags given, the environment and the defaults (exit 2 when invalid)."""
     try:
-        return ConverterSpec(index_dir=path, worlds_dir=packs).open()
+        return CurateSettings(**overrides(given, CURATE_FLAGS))
+    except ValidationError as exc:
+        fail("; ".join(flag_errors(exc, CurateSettings, CURATE_FLAGS)))
+    except (CurationError, SettingsError) as exc:
+        fail(str(exc))
+
+
+def _converter(session: Session, given: tuple[Path | None, Path | None]) -> tuple[Converter | None, str]:
+    """The converter on the given index and worlds (a bad one fails), else the validator's; or why none.
+
+    Without ``--index``, the index the validator recorded in the database, then its default
+    (``neurons.cli.validator_files``); one found but unreadable turns conversion off, saying why.
+    """
+    files = conversion_files(*given, read_paths(session))
+    if files.index is None:
+        return None, files.missing
+    try:
+        return ConverterSpec(index_dir=files.index, worlds_dir=files.worlds).open(), ""
     except SearchIndexError as exc:
-        fail(f"--index: {exc}")
+        if given[0] is not None:
+            fail(f"--index: {exc}")
+        return None, f"the search index at {files.index} cannot be opened ({exc})"
 
 
-def _run(
-    db: str,
-    out: Path,
-    config: CurationConfig,
-    formats: tuple[str, ...],
-    converter: Converter | None,
-    workers: int,
-) -> dict[str, Any]:
+def conversion_warnings(funnel: dict[str, Any]) -> list[str]:
+    """What the funnel's ``convert`` notes say could not be converted, and the flag that fixes it."""
+    stage = funnel["stages"]["convert"]
+    notes, lines = stage.get("notes", {}), []
+    off = notes.get("off")
+    if off:
+        aside, dropped = sum(off["set_aside"].values()), sum(off["dropped"].values())
+        lines.append(
+            f"conversion did not run ({off['reason']}): {aside} traces set aside to axis_b.jsonl and "
+            f"{dropped} dropped instead of converted; fix: {off['fix']}"
+        )
+    for cause, fix in notes.get("fix", {}).items():
+        lines.append(f"{stage['dropped'][cause]} traces not converted ({cause}); fix: {fix}")
+    return lines
+
+
+def _run(settings: CurateSettings, config: CurationConfig, formats: tuple[Format, ...]) -> dict[str, Any]:
+    db, out = settings.db.get_secret_value(), settings.out
     try:
         url = make_url(db)
         engine = make_engine(db)
     except (ArgumentError, StorageError, ValueError) as exc:
-        fail(f"--db {db!r} is not a usable database URL ({exc})")
+        fail(f"--db is not a usable database URL ({exc})")
     source = url.render_as_string(hide_password=True)
     # SQLite would create a missing file; a typo in the path should say so instead.
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
@@ -201,6 +183,8 @@ def _run(
     try:
         check_schema(engine)
         with make_sessionmaker(engine)() as session:
+            given = (settings.index, settings.worlds)
+            converter, off = _converter(session, given) if config.convert_axes else (None, "")
             total = count_judged(session)
             with progress("curating", total) as update:
                 return curate_and_export(
@@ -211,7 +195,8 @@ def _run(
                     source=source,
                     progress=update,
                     converter=converter,
-                    workers=Workers.given(workers),
+                    conversion_off_because=off,
+                    workers=Workers.given(settings.workers),
                 )
     except SplitLeakError as exc:
         fail(str(exc), code=1)
@@ -224,7 +209,7 @@ def _run(
 
 
 def _stage_rows(funnel: dict[str, Any]) -> dict[str, tuple[int, int]]:
-    return {stage["stage"]: (stage["in"], stage["out"]) for stage in funnel["stages"]}
+    return {name: (stage["in"], stage["out"]) for name, stage in funnel["stages"].items()}
 
 
 def _reasons(stage: dict[str, Any]) -> str:
@@ -239,10 +224,13 @@ def _summary(funnel: dict[str, Any], out: Path) -> dict[str, Any]:
         "out": str(out),
         "source": funnel["source"],
         "stages": {
-            s["stage"]: {k: s[k] for k in ("in", "out", "dropped", "aside")} for s in funnel["stages"]
+            name: {k: s[k] for k in ("in", "out", "dropped", "aside")} for name, s in funnel["stages"].items()
         },
         "splits": funnel["splits"],
         "exports": funnel["exports"],
         "origins": funnel["origins"],
         "audit": funnel["audit"],
     }
+
+
+with_flags(curate, CurateSettings, CURATE_FLAGS)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings
 
@@ -41,13 +41,18 @@ class Flag:
     name: str | None = None
 
     @property
+    def flag(self) -> str:
+        """The flag as typed (``--judge-url``; a boolean's positive form)."""
+        return self.name or "--" + self.path.rpartition(".")[2].replace("_", "-")
+
+    @property
     def param(self) -> str:
         """The command's parameter name (a Python identifier)."""
         return self.path.replace(".", "__")
 
     def option(self, boolean: bool) -> str:
         """The option's declaration for typer."""
-        name = self.name or "--" + self.path.rpartition(".")[2].replace("_", "-")
+        name = self.flag
         return f"{name}/--no-{name.removeprefix('--')}" if boolean and "/" not in name else name
 
 
@@ -77,7 +82,13 @@ def field_of(settings: type[BaseModel], path: str) -> FieldInfo:
 
 
 def env_name(settings: type[BaseModel], path: str) -> str:
-    """The variable that sets the field at ``path`` (``ARENA_ROUND__TASKS_PER_ROUND``)."""
+    """The variable that sets the field at ``path`` (``ARENA_ROUND__TASKS_PER_ROUND``).
+
+    A top-level field read under a name of its own (a ``validation_alias``) is read from that.
+    """
+    alias = field_of(settings, path).validation_alias if "." not in path else None
+    if isinstance(alias, str):
+        return alias.upper()
     prefix = str(settings.model_config.get("env_prefix", ""))
     return prefix + path.replace(".", "__").upper()
 
@@ -103,6 +114,8 @@ def flag_help(settings: type[BaseModel], flag: Flag) -> str:
         where.append("required")
     elif not field.default_factory_takes_validated_data:  # a default made from other fields says so itself
         default = field.get_default(call_default_factory=True)
+        if isinstance(default, tuple):  # a comma-separated list on the command line
+            default = ",".join(str(item) for item in default) or "none"
         if default is not None:
             where.append(f"default {str(default).lower() if isinstance(default, bool) else default}")
     said = ", ".join(where)
@@ -155,3 +168,17 @@ def overrides(given: Mapping[str, Any], flags: Sequence[Flag]) -> dict[str, Any]
             target = target.setdefault(section, {})
         target[name] = value
     return out
+
+
+def flag_errors(error: ValidationError, settings: type[BaseModel], flags: Sequence[Flag]) -> list[str]:
+    """Each of pydantic's complaints, named by the flag that sets the field (else its variable)."""
+    named = {flag.path: flag.flag for flag in flags}
+    lines = []
+    for problem in error.errors():
+        path = ".".join(str(part) for part in problem["loc"])
+        try:
+            where = named.get(path) or env_name(settings, path)
+        except (KeyError, TypeError):  # not one field (the model as a whole, an item of a list)
+            where = path or settings.__name__
+        lines.append(f"{where}: {problem['msg']}")
+    return lines

@@ -321,12 +321,12 @@ def export_run(
     Raises:
         SplitLeakError: the task audit found a leak across the split (nothing is written).
     """
+    from curation.config import CurationConfig
     from curation.curate import curate
-    from curation.gates import CurationConfig
     from curation.rollouts import RolloutSource, export_rollouts
     from curation.workspace import Workspace
 
-    sample = 0 if policy.attested else CurationConfig.miner_axis_sample
+    sample = 0 if policy.attested else CurationConfig.model_fields["miner_axis_sample"].default
     config = CurationConfig(
         cap_per_task_miner=k, cap_per_task=k, eval_share=eval_share, convert_axes=(), miner_axis_sample=sample
     )

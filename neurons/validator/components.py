@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ from neurons.validator.weights import WeightsOutcome, weight_limit_warning, weig
 from neurons.validator.worlds import RoundWorld, WorldKeys, WorldSkip, round_world
 from storage import repository
 from storage.db import in_session, make_sessionmaker
+from storage.paths import record_paths
 
 logger = logging.getLogger(__name__)
 
@@ -369,6 +371,10 @@ def open_validator(settings: ValidatorSettings, *, exporter: Exporter | None = N
     engine = open_database(settings)
     with make_sessionmaker(engine)() as session:
         last = repository.last_successful_weights(session, landed=True)
+        # Where curating this database later finds the index and the packs its episodes need.
+        record_paths(
+            session, index=settings.index_path(), worlds=settings.world_cache_path(), at=datetime.now(UTC)
+        )
     # A revealed commit's weights were on chain by the block its reveal was checked at.
     landed = last.reveal_block or last.block if last is not None else None
     metrics.WEIGHTS_LAST_SUCCESS_BLOCK.set(landed or 0)

@@ -10,37 +10,30 @@ import pytest
 from sqlalchemy.orm import Session
 
 from arena.clusters import AUDIT_NEAR_DUP_THRESHOLD, NEAR_DUP_THRESHOLD
-from arena.types import Message
+from arena.types import Message, Task
 from arena.wording import jaccard, shingles
 from curation.chat import MESSAGE_KEYS, ChatRecord, normalise
-from curation.curate import curate
-from curation.dedup import dedup
+from curation.config import CurationConfig
+from curation.curate import Curation, curate
 from curation.errors import CurationError, SplitLeakError
 from curation.funnel import Funnel
-from curation.gates import (
-    AXIS_B,
-    MAIN,
-    PASS,
-    UNSCORED,
-    CurationConfig,
-    aside,
-    axis_route,
-    converts,
-    drop,
-    hard_reject,
-    positive,
-    reasoning_gate,
-    split_of,
-    turn_rewards,
-)
-from curation.signature import strategy, structural_score
-from curation.split import Curation
+from curation.labels import positive
+from curation.rewards import turn_rewards
+from curation.signature import strategy
+from curation.stages.axis import axis_route, converts
+from curation.stages.dedup import dedup
+from curation.stages.hard_rejects import hard_reject
+from curation.stages.ranking import structural_score
+from curation.stages.reasoning_gate import reasoning_gate
+from curation.stages.split import split_of
+from curation.stages.stage import AXIS_B, MAIN, PASS, UNSCORED, TraceContext, aside, drop
 from curation.workspace import Row, Workspace
 from judging.types import ProcessStats
+from storage.records import JudgedTrace
 from tests.curation import planted
 from tests.curation.planted import judged, store, task, trace, with_messages
 
-# ------------------------------------------------------------------ stage 1: normalise
+# ------------------------------------------------------------------ normalise
 
 
 def test_normalise_gives_the_canonical_chat_schema() -> None:
@@ -105,61 +98,72 @@ def test_normalise_accepts_a_prompt_without_system_message() -> None:
     assert isinstance(record, ChatRecord) and record.prompt_length == 1
 
 
-# ------------------------------------------------------------------ stages 2-4
+# ------------------------------------------------------------------ hard_rejects, reasoning_gate, axis
 
 
 def test_hard_rejects() -> None:
-    t = task(1)
-    assert hard_reject(judged(trace(1, t), t)) is None
-    assert hard_reject(judged(trace(1, t, rejects=["recommend_not_once"]), t)) == "reject:recommend_not_once"
-    assert hard_reject(judged(trace(1, t, fabricated=["c1-0"]), t)) == "fabricated"
-    assert hard_reject(judged(trace(1, t, end="timeout"), t)) == "end:timeout"
+    t, context = task(1), TraceContext(CurationConfig())
+    assert hard_reject(judged(trace(1, t), t), context) == PASS
+    rejected = judged(trace(1, t, rejects=["recommend_not_once"]), t)
+    assert hard_reject(rejected, context) == drop("reject:recommend_not_once")
+    assert hard_reject(judged(trace(1, t, fabricated=["c1-0"]), t), context) == drop("fabricated")
+    assert hard_reject(judged(trace(1, t, end="timeout"), t), context) == drop("end:timeout")
 
 
 def test_reasoning_gate_threshold_unscored_policies_and_injection() -> None:
     t = task(1)
-    config = CurationConfig(min_reasoning=0.6)
-    assert reasoning_gate(trace(1, t, reasoning=0.6).judgment, config) == PASS
-    assert reasoning_gate(trace(1, t, reasoning=0.59).judgment, config) == drop("below_min_reasoning")
-    assert reasoning_gate(trace(1, t, reasoning=0.9, injection=True).judgment, config) == drop(
-        "injection_flagged"
-    )
-    unscored = trace(1, t, reasoning=None).judgment
-    assert reasoning_gate(unscored, config) == PASS  # the default keeps it: unscored is not zero
-    assert reasoning_gate(unscored, CurationConfig(unscored="drop")) == drop("unscored")
-    assert reasoning_gate(unscored, CurationConfig(unscored="separate")) == aside(UNSCORED)
+    context = TraceContext(CurationConfig(min_reasoning=0.6))
+    assert reasoning_gate(judged(trace(1, t, reasoning=0.6), t), context) == PASS
+    assert reasoning_gate(judged(trace(1, t, reasoning=0.59), t), context) == drop("below_min_reasoning")
+    injected = judged(trace(1, t, reasoning=0.9, injection=True), t)
+    assert reasoning_gate(injected, context) == drop("injection_flagged")
+    unscored = judged(trace(1, t, reasoning=None), t)
+    assert reasoning_gate(unscored, context) == PASS  # the default keeps it: unscored is not zero
+    assert reasoning_gate(unscored, TraceContext(CurationConfig(unscored="drop"))) == drop("unscored")
+    assert reasoning_gate(unscored, TraceContext(CurationConfig(unscored="separate"))) == aside(UNSCORED)
+
+
+def _labelled(t: Task, label: str) -> JudgedTrace:
+    return judged(trace(1, t, axis=label), t)
 
 
 def test_axis_route() -> None:
-    t = task(1)
-    config = CurationConfig()
-    assert axis_route(trace(1, t, axis="A").judgment, config) == PASS
-    assert axis_route(trace(1, t, axis="B").judgment, config) == aside(AXIS_B)
-    assert axis_route(trace(1, t, axis="mixed").judgment, config) == drop("axis_mixed")
-    assert axis_route(trace(1, t, axis="unknown").judgment, CurationConfig(axes=("A", "unknown"))) == PASS
+    t, context = task(1), TraceContext(CurationConfig())
+    assert axis_route(_labelled(t, "A"), context) == PASS
+    assert axis_route(_labelled(t, "B"), context) == aside(AXIS_B)
+    assert axis_route(_labelled(t, "mixed"), context) == drop("axis_mixed")
+    unknown_taken = TraceContext(CurationConfig(axes=("A", "unknown")))
+    assert axis_route(_labelled(t, "unknown"), unknown_taken) == PASS
 
 
 def test_a_attested_is_taken_where_a_is_and_can_be_required() -> None:
     t = task(1)
-    attested, inferred = trace(1, t, axis="A-attested").judgment, trace(1, t, axis="A").judgment
-    assert axis_route(attested, CurationConfig()) == PASS
-    assert axis_route(attested, CurationConfig(), "B") == PASS  # proven: a B miner label does not overrule
+    attested, inferred = _labelled(t, "A-attested"), _labelled(t, "A")
+    assert axis_route(attested, TraceContext(CurationConfig())) == PASS
+    # proven: a B miner label does not overrule
+    assert axis_route(attested, TraceContext(CurationConfig(), "B")) == PASS
     required = CurationConfig(axes=("A-attested",))
-    assert axis_route(attested, required) == PASS
-    assert axis_route(inferred, required) == drop("axis_A") and not converts(inferred, required)
+    assert axis_route(attested, TraceContext(required)) == PASS
+    assert axis_route(inferred, TraceContext(required)) == drop("axis_A")
+    assert not converts(inferred.judgment, required)
 
 
 def test_axis_route_with_a_converter_passes_the_labels_to_convert() -> None:
     t, config = task(1), CurationConfig()
-    b, mixed, unknown = (trace(1, t, axis=label).judgment for label in ("B", "mixed", "unknown"))
-    assert axis_route(b, config, convert=True) == PASS and converts(b, config)
-    assert axis_route(mixed, config, convert=True) == PASS and converts(mixed, config)
-    assert axis_route(unknown, config, convert=True) == drop("axis_unknown") and not converts(unknown, config)
-    a_of_b_miner = trace(1, t, axis="A").judgment
+    converting = TraceContext(config, converting=True)
+    b, mixed, unknown = (_labelled(t, label) for label in ("B", "mixed", "unknown"))
+    assert axis_route(b, converting) == PASS and converts(b.judgment, config)
+    assert axis_route(mixed, converting) == PASS and converts(mixed.judgment, config)
+    assert axis_route(unknown, converting) == drop("axis_unknown") and not converts(unknown.judgment, config)
+    a_of_b_miner = _labelled(t, "A").judgment
     assert converts(a_of_b_miner, config, "B") and not converts(a_of_b_miner, config)
     off = CurationConfig(convert_axes=())
-    assert axis_route(b, off, convert=True) == aside(AXIS_B) and not converts(b, off)
-    assert not converts(b, CurationConfig(axes=("A", "B")))  # a label taken as it is is never converted
+    assert axis_route(b, TraceContext(off, converting=True)) == aside(AXIS_B) and not converts(
+        b.judgment, off
+    )
+    assert not converts(
+        b.judgment, CurationConfig(axes=("A", "B"))
+    )  # a label taken as it is is never converted
     with pytest.raises(CurationError, match="unknown axis label 'C'"):
         CurationConfig(convert_axes=("C",))
 
@@ -198,12 +202,12 @@ def test_a_converted_trace_never_displaces_a_native_one_of_its_task(tmp_path: Pa
 
 def test_a_miner_labelled_b_overrules_its_traces_a_label() -> None:
     t, config = task(1), CurationConfig()
-    a_trace = trace(1, t, axis="A").judgment
-    assert axis_route(a_trace, config, "B") == aside(AXIS_B)
+    a_trace = _labelled(t, "A")
+    assert axis_route(a_trace, TraceContext(config, "B")) == aside(AXIS_B)
     # mixed proves no harness (a steady model repeats one call template too): no overrule
-    assert axis_route(a_trace, config, "mixed") == PASS
-    assert axis_route(a_trace, config, "A") == PASS
-    assert axis_route(trace(1, t, axis="mixed").judgment, config, "A") == drop("axis_mixed")
+    assert axis_route(a_trace, TraceContext(config, "mixed")) == PASS
+    assert axis_route(a_trace, TraceContext(config, "A")) == PASS
+    assert axis_route(_labelled(t, "mixed"), TraceContext(config, "A")) == drop("axis_mixed")
 
 
 def _driven(tr: planted.Trace, i: int) -> planted.Trace:
@@ -256,7 +260,7 @@ def test_kto_label_is_absolute() -> None:
     assert not positive(trace(1, t, hallucinated=["zz"]).judgment, config)
 
 
-# ------------------------------------------------------------------ stage 5: ranking, stage 6 keys
+# ------------------------------------------------------------------ ranking, dedup keys
 
 
 def test_structural_score_orders_by_verification_loops_hallucination_reformulation_depth() -> None:

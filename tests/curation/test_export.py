@@ -15,12 +15,19 @@ from datasets import load_dataset
 from sqlalchemy.orm import Session
 
 from curation.chat import message
+from curation.config import CurationConfig
 from curation.errors import CurationError, RowError, SplitLeakError
 from curation.export import curate_and_export
-from curation.formats import FEATURES, FORMATS, PROVENANCE_COLUMNS, WORLD_COLUMNS, validate_row
-from curation.gates import CurationConfig
+from curation.formats import (
+    FORMATS,
+    NATIVE_COLUMNS,
+    PROVENANCE_COLUMNS,
+    STATIC_WORLD,
+    WORLD_COLUMNS,
+    formats_named,
+    validate_row,
+)
 from curation.manifest import read_manifest, refuse_leaks, training_clusters
-from curation.rows import NATIVE_COLUMNS, STATIC_WORLD
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population, store, task, trace
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "export"
@@ -89,10 +96,10 @@ def test_golden_population_fills_every_format_on_both_sides(
 ) -> None:
     _, funnel = golden_export
     for fmt in FORMATS:
-        assert funnel["exports"][fmt]["train"] > 0, fmt
+        assert funnel["exports"][fmt.name]["train"] > 0, fmt.name
     assert funnel["exports"]["dpo"]["eval"] > 0 and funnel["exports"]["sft"]["eval"] > 0
     assert funnel["exports"]["axis_b"]["train"] == 1
-    stages = {s["stage"]: s for s in funnel["stages"]}
+    stages = funnel["stages"]
     assert stages["dedup"]["dropped"] == {"exact_duplicate": 1}
     assert stages["normalise"]["dropped"] == {"no_trajectory": 1}
 
@@ -100,8 +107,8 @@ def test_golden_population_fills_every_format_on_both_sides(
 def test_every_row_has_trls_documented_shape(golden_export: tuple[Path, dict[str, Any]]) -> None:
     out, _ = golden_export
     for fmt in FORMATS:
-        core, extra = TRL_TYPES[fmt]
-        for path in (out / f"{fmt}.jsonl", out / "eval" / f"{fmt}.jsonl"):
+        core, extra = TRL_TYPES[fmt.name]
+        for path in (out / f"{fmt.name}.jsonl", out / "eval" / f"{fmt.name}.jsonl"):
             for row in read_jsonl(path):
                 validate_row(fmt, row)
                 assert set(row) == core | extra
@@ -138,7 +145,7 @@ def test_parquet_round_trip_equals_jsonl(golden_export: tuple[Path, dict[str, An
             assert pq.read_table(parquet).num_rows == 0
             continue
         back = load_dataset("parquet", data_files=str(parquet), split="train")
-        assert back.features == FEATURES[path.stem]
+        assert back.features == formats_named([path.stem])[0].features
         assert [dict(r) for r in back] == rows, path.name
 
 
@@ -163,9 +170,8 @@ def test_empty_formats_still_write_their_files(session: Session, tmp_path: Path)
     t = task(1)
     store(session, [t], [trace(1, t, success=False, score=0.1)])
     out = tmp_path / "out"
-    funnel = curate_and_export(
-        session, out, config=CurationConfig(eval_share=0.0, miner_axis_sample=0), formats=("sft", "dpo")
-    )
+    config = CurationConfig(eval_share=0.0, miner_axis_sample=0)
+    funnel = curate_and_export(session, out, config=config, formats=formats_named(["sft", "dpo"]))
     assert funnel["exports"]["sft"] == {"train": 0, "eval": 0}
     for name in ("sft.jsonl", "dpo.jsonl", "eval/sft.jsonl", "eval/dpo.jsonl"):
         assert (out / name).read_text() == ""
@@ -223,17 +229,19 @@ def test_a_second_export_replaces_the_first(
 ) -> None:
     out, _ = golden_export
     (out / "notes.txt").write_text("mine")
-    curate_and_export(session, out, config=CONFIG, formats=("sft",))
+    curate_and_export(session, out, config=CONFIG, formats=formats_named(["sft"]))
     assert (out / "sft.jsonl").exists() and not (out / "kto.jsonl").exists()
     assert (out / "notes.txt").read_text() == "mine"  # only our own files are replaced
 
 
-def test_unknown_format_is_refused(session: Session, tmp_path: Path) -> None:
+def test_unknown_format_is_refused() -> None:
     with pytest.raises(CurationError, match="unknown export format"):
-        curate_and_export(session, tmp_path / "out", formats=("sft", "orpo"))
+        formats_named(["sft", "orpo"])
 
 
 # ------------------------------------------------------------------ the row validator
+
+SFT, KTO, DPO = formats_named(["sft", "kto", "dpo"])
 
 
 def _sft() -> dict[str, Any]:
@@ -257,7 +265,7 @@ def _sft() -> dict[str, Any]:
 
 
 def test_validator_accepts_a_good_row_and_names_each_fault() -> None:
-    validate_row("sft", _sft())
+    validate_row(SFT, _sft())
     faults: dict[str, Any] = {}
 
     def broken(change: Any) -> dict[str, Any]:
@@ -287,7 +295,7 @@ def test_validator_accepts_a_good_row_and_names_each_fault() -> None:
     )
     for expected, row in faults.items():
         with pytest.raises(RowError, match=expected):
-            validate_row("sft", row)
+            validate_row(SFT, row)
     good = _sft()
     kto = {
         "prompt": good["messages"][:1],
@@ -298,9 +306,9 @@ def test_validator_accepts_a_good_row_and_names_each_fault() -> None:
         **STATIC_WORLD,
     }
     with pytest.raises(RowError, match="label must be a bool"):
-        validate_row("kto", kto)
+        validate_row(KTO, kto)
     dpo = {"prompt": good["messages"][:1], "chosen": good["messages"][1:], "rejected": good["messages"][1:]}
     with pytest.raises(RowError, match="chosen and rejected are the same"):
-        validate_row("dpo", {**dpo, "tools": good["tools"], **NATIVE_COLUMNS, **STATIC_WORLD})
+        validate_row(DPO, {**dpo, "tools": good["tools"], **NATIVE_COLUMNS, **STATIC_WORLD})
     with pytest.raises(RowError, match="must start with an assistant message"):
-        validate_row("kto", {**kto, "label": True, "completion": good["messages"]})
+        validate_row(KTO, {**kto, "label": True, "completion": good["messages"]})

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from curation.config import CurationConfig
 from curation.export import curate_and_export
-from curation.gates import CurationConfig
 from storage.db import make_engine, make_sessionmaker, upgrade
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population
 

@@ -61,7 +61,7 @@ def check_report(report: dict[str, Any], workdir: Path, *, rounds: int, agents: 
     for name in ("manifest.json", "funnel.json", "README.md", "sft.jsonl", "kto.jsonl", "dpo.jsonl"):
         assert (export / name).is_file(), f"{name} missing from the export"
     funnel = json.loads((export / "funnel.json").read_text())
-    assert funnel["stages"][0]["in"] == len(traces)
+    assert funnel["stages"]["normalise"]["in"] == len(traces)
     for name, count in report["exports"].items():  # rows by origin, as funnel.json counts them
         assert count["rows"] == count["native"] + count["converted"] == sum(funnel["exports"][name].values())
 

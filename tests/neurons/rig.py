@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -16,9 +17,11 @@ from arena.httpguard import address_policy
 from arena.index import SearchIndex
 from arena.tools import ToolContext
 from arena.toolserver import create_tool_router
+from arena.world.seed import world_round_at
 from judging.judge import JudgeConfig
 from judging.reasoning import Completer
 from neurons.chain.chaintypes import MetagraphSnapshot
+from neurons.chain.local.state import LocalChain
 from neurons.chain.signing import make_nonce_store
 from neurons.miner.agents.contract import Agent, AgentOutput, AgentRequest, ToolCaller
 from neurons.miner.app import create_miner_app
@@ -26,12 +29,12 @@ from neurons.miner.settings import MinerAppConfig
 from neurons.validator.app import MeteredInferenceLog, MeteredToolLog, create_validator_app
 from neurons.validator.miner_client import MinerClient
 from neurons.validator.rounds import RoundDeps
-from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig
+from neurons.validator.settings import ClientLimits, JudgeSettings, PoolConfig, RoundConfig, ValidatorSettings
 from neurons.validator.taskpool import replenish
 from storage.db import make_engine, make_sessionmaker, upgrade
 from storage.records import JudgedTrace
 from storage.repository import iter_judged
-from tests.neurons.conftest import LocalNet
+from tests.neurons.conftest import NETUID, LocalNet
 from tests.neurons.standins import free_socket, serve_app
 
 SECRET = b"r" * 32
@@ -154,3 +157,47 @@ def all_traces(sessions: sessionmaker[Session]) -> list[JudgedTrace]:
     """Every stored judged episode, in ingest order."""
     with sessions() as session:
         return list(iter_judged(session))
+
+
+# World rounds on the local chain (0.25 s blocks): a new world every 8 blocks, seeded 2 after its start.
+WORLD_PERIOD, WORLD_DELAY = 8, 2
+
+
+def world_validator(
+    net: LocalNet, tmp_path: Path, index: Path, wallet: str = "validator"
+) -> ValidatorSettings:
+    """A validator on ``net`` running world rounds (3 tasks), its index outside its data directory.
+
+    Its data directory is its own (``tmp_path / wallet``): its own secret file, so its own round
+    secrets. Its first round commits its round secret and runs no world (``no_commitment``).
+    """
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    return ValidatorSettings(
+        network="local",
+        local_chain=net.path,
+        netuid=NETUID,
+        wallet_name=wallet,
+        wallet_path=net.wallets_dir,
+        host="127.0.0.1",
+        port=port,
+        data_dir=tmp_path / wallet,
+        index=index,
+        pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
+        round={"tasks_per_round": 3, "episode_seconds": 30},
+        world={"enabled": True, "period_blocks": WORLD_PERIOD, "delay_blocks": WORLD_DELAY},
+    )
+
+
+async def next_world(net: LocalNet) -> int:
+    """Wait (real time: the validators read it) until a new world's seed block is made; its index."""
+    chain = LocalChain(net.path)  # wall time, as the validators' chain reads it (net.clock stands still)
+    at = world_round_at(chain.block(), period=WORLD_PERIOD, delay=WORLD_DELAY)
+    target = 0 if at is None else at.index + 1
+    for _ in range(2000):
+        now = world_round_at(chain.block(), period=WORLD_PERIOD, delay=WORLD_DELAY)
+        if now is not None and now.index >= target:
+            return now.index
+        await asyncio.sleep(0.02)
+    raise AssertionError("the local chain made no new world")

@@ -32,7 +32,16 @@ from storage.errors import SchemaError, StorageError
 from storage.mapping import row_to_judgment
 from storage.models import Base, JudgmentRow
 
-TABLES = {"tasks", "rounds", "episodes", "tool_log", "judgments", "miner_scores", "weight_submissions"}
+TABLES = {
+    "tasks",
+    "rounds",
+    "episodes",
+    "tool_log",
+    "judgments",
+    "miner_scores",
+    "weight_submissions",
+    "validator_paths",
+}
 
 
 @pytest.fixture()

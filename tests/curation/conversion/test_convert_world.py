@@ -17,11 +17,12 @@ from arena.types import FunctionCall, Message, ToolCall, ToolLogEntry, result_ha
 from arena.world.compile import compile_world
 from arena.world.overlay import WorldOverlay
 from arena.world.types import WorldPack
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter, convert_judged
 from curation.conversion.results import Converted, Dropped
 from curation.export import curate_and_export
 from curation.formats import WORLD_COLUMNS
-from curation.gates import CurationConfig
+from curation.stages.convert import FIXES
 from judging.world import WorldJudging
 from storage import repository
 from storage.records import JudgedTrace
@@ -135,3 +136,21 @@ def test_exports_name_the_world_of_each_row(
         assert set(WORLD_COLUMNS) <= set(table.column_names)
         assert set(table.column("world_id").to_pylist()) == {named["world_id"]}
     assert pack.manifest.world_id in (out / "README.md").read_text(encoding="utf-8")
+
+
+def test_world_traces_without_their_packs_are_counted_with_the_fix(
+    session: Session, tmp_path: Path, world_base: SearchIndex, traces: list[JudgedTrace]
+) -> None:
+    save_tasks(session, tasks=[t.task for t in traces])
+    for t in traces:
+        repository.save_judged(
+            session, episode=t.episode, trajectory=t.trajectory, tool_log=t.tool_log, judgment=t.judgment
+        )
+    blind = Converter(index=world_base)  # an index, but no world packs
+    funnel = curate_and_export(
+        session, tmp_path / "export", config=CurationConfig(split_by="none"), converter=blind
+    )
+    convert = funnel["stages"]["convert"]
+    assert convert["dropped"]["unknown_world"] > 0
+    assert convert["notes"]["fix"] == {"unknown_world": FIXES["unknown_world"]}
+    assert "off" not in convert["notes"]

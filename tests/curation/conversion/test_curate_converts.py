@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
 from arena.index import SearchIndex
+from curation.config import CurationConfig
 from curation.conversion.convert import Converter, ConverterSpec
 from curation.conversion.pool import Workers
 from curation.conversion.results import CONVERTER_VERSION
-from curation.convert_stage import convert_outcome, prospective_keys
 from curation.export import curate_and_export
 from curation.formats import PROVENANCE_COLUMNS
-from curation.gates import CurationConfig
+from curation.stages.convert import FIXES, convert_outcome, prospective_keys
 from storage import repository
 from storage.records import JudgedTrace
 from storage.tasks import save_tasks
@@ -42,7 +42,7 @@ def test_curate_converts_harness_traces_into_rows_with_provenance(
     _store(session, harness_traces)
     out = tmp_path / "export"
     funnel = curate_and_export(session, out, config=CONFIG, converter=Converter(index=synth_index))
-    stages = {s["stage"]: s for s in funnel["stages"]}
+    stages = funnel["stages"]
     convert = stages["convert"]
     assert convert["in"] == stages["axis"]["out"] == len(harness_traces)  # one harness: miner axis B
     assert convert["out"] + sum(convert["dropped"].values()) == convert["in"]
@@ -70,15 +70,22 @@ def test_curate_converts_harness_traces_into_rows_with_provenance(
     assert f"sft 0 native, {len(sft)} converted" in card
 
 
-def test_no_converter_sets_b_aside_as_before(
+def test_no_converter_sets_b_aside_and_the_funnel_says_how_many_and_the_fix(
     session: Session, tmp_path: Path, harness_traces: list[JudgedTrace]
 ) -> None:
     _store(session, harness_traces)
     funnel = curate_and_export(session, tmp_path / "export", config=CONFIG)
-    stages = {s["stage"]: s for s in funnel["stages"]}
+    stages = funnel["stages"]
     assert stages["axis"]["aside"]["axis_b"] > 0 and stages["axis"]["dropped"]["axis_mixed"] > 0
     assert stages["axis"]["out"] == stages["convert"]["in"] == stages["convert"]["out"] == 0
-    assert stages["convert"]["notes"] == {"off": "no search index"}
+    assert stages["convert"]["notes"] == {
+        "off": {
+            "reason": "no search index",
+            "set_aside": {"axis_b": stages["axis"]["aside"]["axis_b"]},
+            "dropped": {"axis_mixed": stages["axis"]["dropped"]["axis_mixed"]},
+            "fix": FIXES["off"],
+        }
+    }
     assert funnel["exports"]["sft"] == {"train": 0, "eval": 0}
 
 
@@ -97,7 +104,7 @@ def test_curation_on_worker_processes_exports_the_same_bytes(
     finally:
         converter.index.close()
     assert funnels[0]["stages"] == funnels[1]["stages"]
-    convert = next(s for s in funnels[1]["stages"] if s["stage"] == "convert")
+    convert = funnels[1]["stages"]["convert"]
     assert convert["notes"]["converted"] > 0
     files = sorted(p.relative_to(tmp_path / "w1") for p in (tmp_path / "w1").rglob("*.jsonl"))
     assert files and all(
@@ -114,7 +121,7 @@ def test_dedup_converts_only_the_sources_it_keeps(
     funnel = curate_and_export(
         session, tmp_path / "export", config=CONFIG, converter=Converter(index=synth_index)
     )
-    stages = {s["stage"]: s for s in funnel["stages"]}
+    stages = funnel["stages"]
     assert stages["convert"]["notes"]["converted"] == 1  # the best-ranked copy
     assert stages["convert"]["notes"]["not_converted"] == 4  # the others: duplicates before converting
     assert stages["dedup"]["dropped"] == {"exact_duplicate": 4}
@@ -132,7 +139,7 @@ def test_a_failed_conversion_lets_the_next_source_of_its_task_in(
     _store(session, [broken, readdressed(source, f"b-{source.episode.episode_id}")])
     out = tmp_path / "export"
     funnel = curate_and_export(session, out, config=CONFIG, converter=Converter(index=synth_index))
-    stages = {s["stage"]: s for s in funnel["stages"]}
+    stages = funnel["stages"]
     assert stages["convert"]["dropped"] == {"log_hash_mismatch": 1}
     assert stages["convert"]["notes"]["converted"] == 1 and stages["dedup"]["out"] == 1
     kept = _jsonl(out / "kto.jsonl")

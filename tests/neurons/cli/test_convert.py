@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from arena.index import SearchIndex
@@ -14,6 +16,7 @@ from neurons.cli import app
 from neurons.cli.convert import _convert_all
 from storage import repository
 from storage.db import make_engine, make_sessionmaker, upgrade
+from storage.paths import record_paths
 from storage.tasks import save_tasks
 from tests.curation.conversion.world import scripted_traces
 
@@ -73,6 +76,23 @@ def test_convert_reads_a_database_and_filters_by_axis(
     code, output = run("--db", url, "--index", str(synth_index_dir), "--out", str(out), "--json")
     assert code == 0, output
     assert sum(json.loads(output)["counts"].values()) == len(lines(out)) == 3
+    first = out.read_bytes()
+    with make_sessionmaker(engine)() as session:  # as a validator does at start-up
+        record_paths(session, index=synth_index_dir, worlds=tmp_path / "worlds", at=datetime.now(UTC))
+    engine.dispose()
+    code, output = run("--db", url, "--out", str(out))  # the index found through the database
+    assert code == 0, output
+    assert out.read_bytes() == first
+
+
+def test_convert_without_an_index_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.arena/validator here
+    source = tmp_path / "traces.jsonl"
+    source.write_text("", encoding="utf-8")
+    code, output = run("--traces", str(source), "--out", str(tmp_path / "o.jsonl"))
+    assert code == 2 and "no search index: no validator recorded one" in output and "--index DIR" in output
 
 
 def test_convert_needs_exactly_one_source(tmp_path: Path, synth_index_dir: Path) -> None:

@@ -13,7 +13,8 @@ from arena.tools import canonical_arguments
 from arena.types import canonical_json
 from arena.world.types import WorldTask
 from curation.export import curate_and_export
-from curation.formats import ROLLOUT_FEATURES
+from curation.formats import sft
+from curation.rollouts import RolloutSource, rollout_formats
 from judging.facts import result_facts
 from neurons.environment.rollouts import (
     ROLLOUT_HOTKEY,
@@ -139,14 +140,14 @@ def test_rows_carry_the_environments_log_byte_for_byte(run: dict[str, Any]) -> N
 
 def test_the_rows_load_with_their_features_and_as_trl_reads_them(run: dict[str, Any]) -> None:
     out = run["out"]
-    for fmt in ("sft", "kto"):
-        data = Dataset.from_parquet(str(out / "export" / f"{fmt}.parquet"))
-        assert data.features == ROLLOUT_FEATURES[fmt] and len(data) == len(_rows(out, fmt))
+    for fmt in rollout_formats(RolloutSource("stub-policy", "sha256:abc", K)):
+        data = Dataset.from_parquet(str(out / "export" / f"{fmt.name}.parquet"))
+        assert data.features == fmt.features and len(data) == len(_rows(out, fmt.name))
     trl = pytest.importorskip("trl")
     assert all(trl.data_utils.is_conversational(row) for row in _rows(out, "sft"))
 
 
 def test_the_run_database_is_a_validators_for_arena_curate(run: dict[str, Any], tmp_path: Path) -> None:
     with run["sessions"]() as session:
-        funnel = curate_and_export(session, tmp_path / "standard", formats=("sft",))
+        funnel = curate_and_export(session, tmp_path / "standard", formats=(sft.FORMAT,))
     assert funnel["audit"]["ok"] and funnel["source"]["traces"] == len(run["records"])

@@ -34,44 +34,17 @@ from storage.artifacts import signed_payload
 from storage.db import make_engine, make_sessionmaker
 from storage.repository import iter_judged
 from tests.neurons.conftest import NETUID, LocalNet
-from tests.neurons.rig import failing_agent, serve_miners
-from tests.neurons.standins import free_socket
+from tests.neurons.rig import (
+    WORLD_DELAY,
+    WORLD_PERIOD,
+    failing_agent,
+    next_world,
+    serve_miners,
+    world_validator,
+)
 
-PERIOD, DELAY, BLOCK = 8, 2, 0.25
+PERIOD, DELAY, BLOCK = WORLD_PERIOD, WORLD_DELAY, 0.25
 runner = CliRunner()
-
-
-def _settings(net: LocalNet, tmp_path: Path, index: Path, wallet: str) -> ValidatorSettings:
-    sock = free_socket()
-    port = sock.getsockname()[1]
-    sock.close()
-    return ValidatorSettings(
-        network="local",
-        local_chain=net.path,
-        netuid=NETUID,
-        wallet_name=wallet,
-        wallet_path=net.wallets_dir,
-        host="127.0.0.1",
-        port=port,
-        data_dir=tmp_path / wallet,  # each its own secret file: its own round secrets
-        index=index,
-        pool={"min_held_out": 1, "batch": 4, "practice_share": 0, "never_touch_share": 0, "findable": False},
-        round={"tasks_per_round": 3, "episode_seconds": 30},
-        world={"enabled": True, "period_blocks": PERIOD, "delay_blocks": DELAY},
-    )
-
-
-async def _next_world(net: LocalNet) -> int:
-    """Wait (real time: the validators read it) until a new world's seed block is made; its index."""
-    chain = LocalChain(net.path)  # wall time, as the validators' chain reads it (net.clock stands still)
-    at = world_round_at(chain.block(), period=PERIOD, delay=DELAY)
-    target = 0 if at is None else at.index + 1
-    for _ in range(2000):
-        now = world_round_at(chain.block(), period=PERIOD, delay=DELAY)
-        if now is not None and now.index >= target:
-            return now.index
-        await asyncio.sleep(0.02)
-    raise AssertionError("the local chain made no new world")
 
 
 async def _round(settings: ValidatorSettings) -> dict[str, Any]:
@@ -135,20 +108,22 @@ async def test_two_validators_run_worlds_of_their_own_and_each_round_audits_exac
 ) -> None:
     net = make_net(block_seconds=BLOCK)
     register_wallet(net.path, net.wallets["stranger"], stake=1000.0, validator_permit=True)
-    validators = {name: _settings(net, tmp_path, world_base_dir, name) for name in ("validator", "stranger")}
+    validators = {
+        name: world_validator(net, tmp_path, world_base_dir, name) for name in ("validator", "stranger")
+    }
     served: dict[str, int] = {}
     async with AsyncExitStack() as stack:
         await serve_miners(stack, net, {"miner1": scripted_agent, "miner2": failing_agent})
-        await _next_world(net)
+        await next_world(net)
         # A first start: no secret of theirs was on chain before this world's seed block.
         for settings in validators.values():
             assert (await _round(settings))["result"] == "no_commitment"
-        await _next_world(net)
+        await next_world(net)
         for name, settings in validators.items():
             summary = await _round(settings)
             assert summary["result"] == "ok" and summary["stored"] == 6, summary
             served[name] = summary["world"]["round"]
-        await _next_world(net)  # the next round reveals the last world's secret and publishes it
+        await next_world(net)  # the next round reveals the last world's secret and publishes it
         for settings in validators.values():
             assert (await _round(settings))["result"] == "ok"
     worlds = {}

@@ -1,9 +1,9 @@
-"""Curation's stages 6 and 7, per leak cluster: convert what dedup could keep, drop duplicates, cap.
+"""The ``convert`` and ``dedup`` stages, per leak cluster: convert what dedup could keep, drop repeats, cap.
 
 The walk goes through the main stream one leak cluster at a time, best-ranked first. A native
 trace goes straight to dedup. A trace to convert was stored as its source (``Row.pending``,
 ranked as a converted trace, so natives of its task come first, and keyed by the calls it will
-keep once converted: ``curation.convert_stage.prospective_keys``) and is converted here, when the
+keep once converted: ``curation.stages.convert.prospective_keys``) and is converted here, when the
 walk reaches it, and only if dedup could keep it: not an exact or near duplicate of a kept trace
 on those keys, and its caps not full (the caps count (task, miner, outcome) and (task, outcome),
 and conversion keeps all three, so a source whose caps are full would be capped after
@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from curation.config import CurationConfig
 from curation.conversion.pool import ConversionPool
-from curation.convert_stage import Outcome
 from curation.funnel import Funnel
-from curation.gates import MAIN, CurationConfig
 from curation.signature import jaccard
+from curation.stages.convert import Outcome
+from curation.stages.stage import MAIN
 from curation.workspace import KEPT, Row, Workspace
 from storage.records import JudgedTrace
 from storage.traces import judged_by_seq
