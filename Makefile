@@ -12,7 +12,7 @@ DEMO_ARGS ?=
 PYTEST_ARGS ?=
 LEARN_ARGS ?=
 
-.PHONY: install install-local-llm install-train tools lint test test-slow test-local-llm test-train demo bench learn learn-quick clean
+.PHONY: install install-local-llm install-train tools lint test test-slow test-local-llm test-train test-openenv demo bench learn learn-quick clean
 
 install: $(STAMP)
 
@@ -56,6 +56,11 @@ test-local-llm: install-local-llm
 test-train: install
 	$(BIN)/python -m pip install -q -e '.[dev,train]'
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/pytest -m train $(PYTEST_ARGS)
+
+# OpenEnv's own client against `arena env serve --openenv` on loopback (installs the openenv extra).
+test-openenv: install
+	$(BIN)/python -m pip install -q -e '.[dev,openenv]'
+	$(BIN)/pytest -m openenv $(PYTEST_ARGS)
 
 # The install's output goes to stderr, so that `make demo DEMO_ARGS=--json` prints only the JSON on stdout.
 demo:

@@ -230,6 +230,20 @@ class EpisodeRegistry:
             if episode is not None:
                 episode.closed = True
 
+    def forget(self, episode_id: str) -> None:
+        """Drop a closed episode at once (its token is then refused as unknown; its log, if in memory, goes).
+
+        For a caller that keeps the log itself and runs episodes back to back (the RL
+        environment): waiting for the token to expire would hold every finished episode.
+        """
+        with self._lock:
+            episode = self._episodes.pop(episode_id, None)
+            if episode is not None:
+                episode.closed = True
+                self._by_token.pop(episode.token, None)
+        if isinstance(self._log, InMemoryToolLog):
+            self._log.discard(episode_id)
+
     def log(self, episode_id: str) -> list[ToolLogEntry]:
         """Return the episode's tool log, ordered by ``seq``."""
         return self._log.entries(episode_id)

@@ -97,7 +97,7 @@ class _Sink:
             "rows": self.rows,
         }
         if self.fmt and self.fmt.provenance:
-            entry["origins"] = {origin: self.origins[origin] for origin in ORIGINS}
+            entry["origins"] = {origin: self.origins[origin] for origin in origins_of(self.origins)}
         files = {self.relative: {**entry, "sha256": self._hash.hexdigest(), "provenance": self.provenance}}
         if self._parquet is not None:
             self._parquet.close()
@@ -107,6 +107,11 @@ class _Sink:
                 "sha256": _file_hash(parquet),
             }
         return files
+
+
+def origins_of(counted: Counter[str]) -> tuple[str, ...]:
+    """The origins a count reports: native and converted always, then any other seen (rollout)."""
+    return tuple(dict.fromkeys((*ORIGINS, *counted)))
 
 
 def _file_hash(path: Path) -> str:
@@ -241,11 +246,10 @@ class _Run:
             name: {side: self.sinks[(name, side)].rows for side in SPLITS}
             for name in [*(fmt.name for fmt in self.formats), *self.streams]
         }
-        funnel.origins = {
-            fmt.name: {o: sum(self.sinks[(fmt.name, side)].origins[o] for side in SPLITS) for o in ORIGINS}
-            for fmt in self.formats
-            if fmt.provenance
-        }
+        funnel.origins = {}
+        for fmt in (f for f in self.formats if f.provenance):
+            counts = sum((self.sinks[(fmt.name, side)].origins for side in SPLITS), Counter[str]())
+            funnel.origins[fmt.name] = {o: counts[o] for o in origins_of(counts)}
         content = funnel.to_json()
         (self.root / "funnel.json").write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
         created_at = datetime.now(UTC).isoformat(timespec="seconds")

@@ -27,7 +27,8 @@ EFFICIENT_DEPTH = 12
 WEIGHTS = {"searched": 0.3, "verified": 0.4, "no_loops": 0.2, "efficiency": 0.1}
 
 
-def _query_key(call: ToolCall) -> str | None:
+def query_key(call: ToolCall) -> str | None:
+    """What makes two searches the same search: the query's title tokens, or the whole arguments."""
     args = call.function.parsed
     if not isinstance(args, dict):
         return None
@@ -38,7 +39,8 @@ def _query_key(call: ToolCall) -> str | None:
     return " ".join(sorted(title_tokens(q)))
 
 
-def _call_key(call: ToolCall) -> str:
+def call_key(call: ToolCall) -> str:
+    """What makes two calls of one tool the same call: their arguments as parsed (a loop repeats it)."""
     args = call.function.parsed
     return canonical_json(args) if isinstance(args, dict) else call.function.arguments.strip()
 
@@ -48,7 +50,7 @@ def process_stats(ctx: JudgingContext) -> tuple[ProcessStats, float]:
     calls, answer = ctx.calls, ctx.answer
     kinds = [tool_kind(c.function.name) for c in calls]
     searches = [c for c, kind in zip(calls, kinds, strict=True) if kind == "search"]
-    keys = [_query_key(c) for c in searches]
+    keys = [query_key(c) for c in searches]
     reformulations = sum(1 for a, b in zip(keys, keys[1:], strict=False) if a != b)
     viewed: set[str] = set()
     for call, kind in zip(calls, kinds, strict=True):
@@ -58,7 +60,7 @@ def process_stats(ctx: JudgingContext) -> tuple[ProcessStats, float]:
             viewed.update(named_ids(call) or named_ids(call, "product_id"))
     ids = answer.product_ids
     verified_share = sum(1 for pid in ids if pid in viewed) / len(ids) if ids else 0.0
-    repeats = Counter((c.function.name, _call_key(c)) for c in calls)
+    repeats = Counter((c.function.name, call_key(c)) for c in calls)
     loops = sum(1 for n in repeats.values() if n >= LOOP_REPEATS)
     depth = sum(1 for m in ctx.trajectory.messages if m.role == "assistant" and m.tool_calls)
     stats = ProcessStats(

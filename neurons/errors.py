@@ -24,6 +24,12 @@ NeuronError
 ├── ModelUnavailable   evaluation/runner.py: the evaluated model's server is down or misnamed
 ├── LocalLLMError      demo/local_llm.py: the local model is missing or its server did not start
 ├── LearnError         learning/pipeline.py: a step of `make learn` failed (which, and its stderr)
+├── EnvError           environment/errors.py: the RL environment refuses a request (an agent's
+│   │                  faults are tool errors in its observation, never these)
+│   ├── UnknownTask      a reset names a task the environment does not hold
+│   ├── UnknownSession   a step names a session not open here
+│   ├── EnvFull          a reset beyond the bound on open sessions
+│   └── RolloutMismatch  environment/rollouts.py: a run directory of another policy, weights or k
 ├── DemoError          demo/network.py: the demo cannot go on
 │   └── DemoInputError   bad input: a work dir that is not fresh, an endpoint that does not answer
 └── UnusableInput      cli/judge.py: an input file of `arena judge` cannot be used

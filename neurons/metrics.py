@@ -93,6 +93,10 @@ HTTP_OPEN_CONNECTIONS = Gauge(
     multiprocess_mode="livesum",
 )
 
+# ---------------------------------------------------------------- the RL environment (`arena env serve`)
+ENV_STEPS = Counter("arena_env_steps_total", "Environment steps, by result (ok, error, refused).", ["result"])
+ENV_EPISODES = Counter("arena_env_episodes_total", "Environment episodes finished, by end.", ["end"])
+
 # ---------------------------------------------------------------- judging
 JUDGMENTS = Counter("arena_judgments_total", "Judgments made, by verdict and axis.", ["verdict", "axis"])
 JUDGE_DURATION = Histogram(

@@ -115,3 +115,14 @@ def world_base(world_base_dir: Path) -> Iterator[SearchIndex]:
     index = open_index(world_base_dir)
     yield index
     index.close()
+
+
+@pytest.fixture(scope="session")
+def world_pack_dir(world_base: SearchIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A world pack over the world base whose changes reach some tasks mid-episode (read-only for tests)."""
+    from arena.world.compile import compile_world
+    from arena.world.pack import save_pack
+
+    directory = tmp_path_factory.mktemp("world-pack") / "pack"
+    save_pack(compile_world("changes-both", world_base), directory)
+    return directory

@@ -13,7 +13,14 @@ from typing import Any
 
 from curation.chat import MESSAGE_KEYS
 from curation.errors import RowError
-from curation.formats.format import ORIGINS, PROVENANCE_COLUMNS, WORLD_COLUMNS, Format
+from curation.formats.format import (
+    ORIGINS,
+    PROVENANCE_COLUMNS,
+    ROLLOUT,
+    ROLLOUT_COLUMNS,
+    WORLD_COLUMNS,
+    Format,
+)
 
 ROLES = ("system", "user", "assistant", "tool")
 
@@ -40,13 +47,31 @@ def validate_row(fmt: Format, row: dict[str, Any]) -> None:
 
 
 def _provenance(row: dict[str, Any], problems: list[str]) -> None:
-    """``origin`` is native or converted; a converted row names its source, converter and writer."""
-    if row["origin"] not in ORIGINS:
+    """``origin`` is native, converted or rollout; a converted row names its source, converter and writer.
+
+    A rollout row (``curation.rollouts``) names its policy, its weights' hash (or null) and its k.
+    """
+    if row["origin"] == ROLLOUT:
+        _rollout(row, problems)
+    elif row["origin"] not in ORIGINS:
         problems.append(f"origin must be one of {', '.join(ORIGINS)}, not {row['origin']!r}")
     elif row["origin"] == "converted":
         missing = [c for c in PROVENANCE_COLUMNS[1:] if not isinstance(row[c], str) or not row[c]]
         if missing:
             problems.append(f"a converted row needs {', '.join(missing)}")
+
+
+def _rollout(row: dict[str, Any], problems: list[str]) -> None:
+    missing = [c for c in ROLLOUT_COLUMNS if c not in row]
+    if missing:
+        problems.append(f"a rollout row needs the columns {', '.join(missing)}")
+        return
+    if not isinstance(row["policy"], str) or not row["policy"]:
+        problems.append("a rollout row names its policy")
+    if not isinstance(row["k"], int) or isinstance(row["k"], bool) or row["k"] < 1:
+        problems.append("a rollout row's k is a positive integer")
+    if not isinstance(row["weights_hash"], str | None):
+        problems.append("a rollout row's weights_hash is a string or null")
 
 
 def _world(row: dict[str, Any], problems: list[str]) -> None:

@@ -49,6 +49,11 @@ CONVERSATION = List(_MESSAGE)
 TOOLS = List(Json())
 PROVENANCE_COLUMNS = ("origin", "source_hash", "converter_version", "writer")
 ORIGINS = ("native", "converted")
+# A rollout row (``curation.rollouts``: a policy's own verified episode in the RL environment) is
+# native data made by a model: ``origin: rollout``, and three more columns: the policy, its
+# weights' hash and the samples per task it was drawn from.
+ROLLOUT = "rollout"
+ROLLOUT_COLUMNS = ("policy", "weights_hash", "k")
 PROVENANCE = {name: Value("string") for name in PROVENANCE_COLUMNS}
 WORLD_COLUMNS = ("world_id", "pack_hash")
 WORLD = {name: Value("string") for name in WORLD_COLUMNS}

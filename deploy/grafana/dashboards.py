@@ -634,6 +634,22 @@ def toolserver() -> Json:
                 ],
                 "cps",
             ),
+            panel(
+                "timeseries",
+                "RL environment steps",
+                "`arena env serve`: steps per second, by result (ok, error: an agent's fault, refused: past "
+                "the end or the budget). Any instance: the environment runs apart from the validator.",
+                [target(f"sum by (result) (rate(arena_env_steps_total[{RATE}]))", "{{result}}")],
+                "ops",
+            ),
+            panel(
+                "timeseries",
+                "RL environment episodes",
+                "`arena env serve`: episodes finished per second, by end "
+                "(terminated, max_steps, timeout, finished).",
+                [target(f"sum by (end) (rate(arena_env_episodes_total[{RATE}]))", "{{end}}")],
+                "ops",
+            ),
         ],
         [VALIDATOR],
     )

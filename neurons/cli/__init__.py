@@ -52,6 +52,10 @@ class ArenaGroup(LazyGroup):
             "neurons.cli.curate:curate",
             "Curate judged traces into TRL training data: funnel, dedup, leak-safe train/eval split.",
         ),
+        "env": LazyCommand(
+            "neurons.cli.env:app",
+            "The arena as an RL environment: sessions with turn rewards (HTTP, OpenEnv), rollouts into data.",
+        ),
         "audit": LazyCommand(
             "neurons.cli.audit:audit_command",
             "Recompile a validator's revealed world round from the chain and re-judge what it published.",

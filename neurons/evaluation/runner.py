@@ -134,9 +134,14 @@ class _Env:
         )
 
 
-async def _run_agent(
+async def run_agent(
     agent: Agent, request: AgentRequest, caller: ToolCaller
 ) -> tuple[AgentOutput | None, str, EpisodeEnd, str | None]:
+    """Run one agent under its deadline: (its output or None, why it stopped, the end, the error if any).
+
+    An agent past its deadline (plus ``BACKSTOP_GRACE_S``) is a timeout and an agent that raises is
+    the agent's error: both data, as a miner's are.
+    """
     try:
         # The agent is asked to stop by deadline_s; this is the backstop for one that does not.
         async with asyncio.timeout(request.deadline_s + BACKSTOP_GRACE_S):
@@ -165,7 +170,7 @@ async def run_sample(env: _Env, task: Task, sample: int) -> SampleRecord:
     started = time.monotonic()
     caller = in_process_caller(env.registry, token, env.ctx)
     try:
-        output, stop, end, error = await _run_agent(env.agents.for_seed(seed), request, caller)
+        output, stop, end, error = await run_agent(env.agents.for_seed(seed), request, caller)
     finally:
         env.registry.close_episode(episode_id)
     log = env.log.entries(episode_id)

@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,54 +11,16 @@ import pytest
 from typer.testing import CliRunner
 
 from neurons.cli import app
-
-ARENA = [sys.executable, "-c", "from neurons.cli import main; main()"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited early: {proc.stderr.read().decode() if proc.stderr else ''}")
-        try:
-            response = httpx.get(f"{url}/health", timeout=1.0)
-            if response.status_code == 200:
-                body: dict[str, object] = response.json()
-                return body
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("server did not become healthy")
+from tests.neurons.cli.servers import free_port, serving
 
 
 @pytest.fixture
 def practice_server(fixture_index_dir: Path) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*ARENA, "tools", "serve", "--index", str(fixture_index_dir), "--practice", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    port = free_port()
+    with serving(
+        ["tools", "serve", "--index", str(fixture_index_dir), "--practice", "--port", str(port)], port=port
+    ) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
 
 
 def test_serve_answers_a_real_tool_call(practice_server: str) -> None:
