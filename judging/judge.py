@@ -45,7 +45,7 @@ from judging.format import check_format
 from judging.grounding import check_grounding
 from judging.outcome import check_outcome
 from judging.process import check_process
-from judging.reasoning import check_reasoning, reasoning_check, skipped_reasoning
+from judging.reasoning import check_reasoning, reasoning_check, reasoning_without_judge, skipped_reasoning
 from judging.shopper import check_shopper
 from judging.types import (
     CHECK_NAMES,
@@ -199,13 +199,14 @@ def judge_rules(
 ) -> Judgment:
     """Judge with the rule checks alone, synchronously: :func:`judge` with no completer.
 
-    The reasoning check is unscored (``disabled``), exactly as ``judge(..., completer=None)``
-    leaves it; for callers that re-judge many trajectories without an LLM (curation's
-    conversion stage) and need no event loop.
+    The reasoning check is what ``judge(..., completer=None)`` makes of it: 0 when code finds the
+    miner's text addressing the judge, else unscored (``disabled``); for callers that re-judge
+    many trajectories without an LLM (curation's conversion stage, the environment) and need no
+    event loop.
     """
     ctx = _context(task, trajectory, log=log, against=against, config=config)
     checks = rule_checks(ctx)
-    checks.append(reasoning_check(ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))))
+    checks.append(reasoning_check(reasoning_without_judge(ctx.injection_signals)))
     return verdict(ctx, checks)
 
 

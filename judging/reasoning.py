@@ -191,6 +191,17 @@ def gated_value(score: int, gates: Mapping[str, bool]) -> float:
     return min(score, passed) / len(GATES)
 
 
+def reasoning_without_judge(signals: Sequence[str], *, model: str | None = None) -> ReasoningVerdict:
+    """The verdict code alone gives: 0 when the miner's text addresses the judge, else unscored.
+
+    Code found the miner's text addressing the judge: the lowest value, judge or not. Otherwise,
+    with no judge to ask, the reasoning is unscored (``disabled``), never 0.
+    """
+    if signals:
+        return ReasoningVerdict(value=0.0, model=model, labels=("injection_attempt",), injection_flagged=True)
+    return ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))
+
+
 async def judge_reasoning(
     task: Task,
     trajectory: Trajectory,
@@ -213,12 +224,9 @@ async def judge_reasoning(
         unavailable after ``calls.retries`` retries (``calls``: the default ``JudgeCalls``).
     """
     calls = JudgeCalls() if calls is None else calls
-    model = completer.model if completer is not None else None
-    if injection_signals(trajectory) if signals is None else signals:
-        # Code found the miner's text addressing the judge: the lowest value, judge or not.
-        return ReasoningVerdict(value=0.0, model=model, labels=("injection_attempt",), injection_flagged=True)
-    if completer is None:
-        return ReasoningVerdict(value=None, unscored=Unscored(cause="disabled"))
+    signals = injection_signals(trajectory) if signals is None else signals
+    if signals or completer is None:
+        return reasoning_without_judge(signals, model=completer.model if completer is not None else None)
     if messages is None:
         messages = build_messages(task, trajectory)
     failure = JudgeUnavailable("error", "no attempt made")

@@ -321,6 +321,17 @@ async def test_judge_rules_is_judge_without_a_completer() -> None:
         assert ruled.reasoning.unscored == Unscored(cause="disabled")
 
 
+async def test_judge_rules_flags_injection_as_judge_without_a_completer_does() -> None:
+    # Curation's conversion and the environment re-judge with judge_rules: text addressed to the
+    # judge must cost there what it costs a validator that runs no reasoning LLM.
+    ep = good_shop_episode()
+    traj = with_injection(ep)
+    judged = await run(shop_task(), traj, ep.log)
+    ruled = judge_rules(shop_task(), traj, log=ep.log, against=AtAnswer(lookup), config=CONFIG)
+    assert judged.reasoning.injection_flagged
+    assert ruled == judged and ruled.content_hash == judged.content_hash
+
+
 async def test_judge_with_reasoning_reproduces_an_llm_judged_verdict_from_its_reasoning_check() -> None:
     ep = good_shop_episode()
     traj = ep.trajectory()
