@@ -18,6 +18,7 @@ from curation.config import CurationConfig
 from curation.export import curate_and_export
 from storage.db import make_engine, make_sessionmaker, upgrade
 from tests.curation.planted import GOLDEN_EVAL_SHARE, golden_population
+from tests.tiny_tokenizer import byte_bpe
 
 pytestmark = [
     pytest.mark.train,
@@ -63,17 +64,8 @@ def export_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _tokenizer(corpus: list[str]) -> Any:
-    tokenizers = pytest.importorskip("tokenizers")
     transformers = pytest.importorskip("transformers")
-    tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token=None))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = tokenizers.decoders.ByteLevel()
-    trainer = tokenizers.trainers.BpeTrainer(
-        vocab_size=2000,
-        special_tokens=SPECIAL,
-        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(corpus, trainer=trainer)
+    tok = byte_bpe(corpus, vocab_size=2000, special_tokens=SPECIAL)
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok,
         bos_token="<|im_start|>",

@@ -21,6 +21,7 @@ import pytest
 from neurons.environment.grpo import ShopperTools, factory, prompt_rows
 from neurons.environment.session import Environment
 from neurons.environment.tasks import EnvTasks
+from tests.tiny_tokenizer import byte_bpe
 
 pytestmark = [
     pytest.mark.train,
@@ -48,18 +49,9 @@ def _tool_schemas() -> list[dict[str, Any]]:
 
 
 def _tokenizer(corpus: list[str]) -> Any:
-    tokenizers = pytest.importorskip("tokenizers")
     transformers = pytest.importorskip("transformers")
     chat_templates = pytest.importorskip("trl.chat_template_utils")
-    tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token=None))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = tokenizers.decoders.ByteLevel()
-    trainer = tokenizers.trainers.BpeTrainer(
-        vocab_size=1500,
-        special_tokens=SPECIAL,
-        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(corpus, trainer=trainer)
+    tok = byte_bpe(corpus, vocab_size=1500, special_tokens=SPECIAL)
     fast = transformers.PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>"
     )
